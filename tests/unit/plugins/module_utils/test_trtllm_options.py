@@ -1,0 +1,292 @@
+"""Unit tests for the TRT-LLM option tables: the seed configurations and each class of bad input."""
+
+import pytest
+import yaml
+
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_options as t
+
+EAGLE3_ONE_SPARK = {
+    "enable_attention_dp": False,
+    "disable_overlap_scheduler": False,
+    "enable_autotuner": False,
+    "cuda_graph_config": {"max_batch_size": 1},
+    "speculative_config": {"decoding_type": "Eagle", "max_draft_len": 5,
+                           "speculative_model_dir": "/opt/gpt-oss-120b-Eagle3/"},
+    "kv_cache_config": {"free_gpu_memory_fraction": 0.9, "enable_block_reuse": False},
+}
+DRAFT_TARGET = {
+    "print_iter_log": False,
+    "disable_overlap_scheduler": True,
+    "speculative_config": {"decoding_type": "DraftTarget", "max_draft_len": 4,
+                           "speculative_model_dir": "/opt/Llama-3.1-8B-Instruct-FP4/"},
+    "kv_cache_config": {"enable_block_reuse": False},
+}
+TWO_SPARK = dict(EAGLE3_ONE_SPARK, enable_chunked_prefill=False,
+                 speculative_config={"decoding_type": "Eagle", "max_draft_len": 3,
+                                     "speculative_model_dir": "/opt/Qwen3-235B-A22B-Eagle3/"})
+LOW_LATENCY = {
+    "enable_attention_dp": False,
+    "cuda_graph_config": {"max_batch_size": 1, "enable_padding": True},
+    "moe_config": {"backend": "CUTLASS"},
+}
+LOW_LATENCY_SPEC = dict(
+    LOW_LATENCY,
+    disable_overlap_scheduler=True,
+    enable_autotuner=False,
+    speculative_config={"decoding_type": "Eagle", "max_draft_len": 3,
+                        "speculative_model_dir": "/models/original/gpt-oss-120b-Eagle3/"},
+    kv_cache_config={"enable_block_reuse": False},
+)
+TRITON_13 = {"speculative_config": {"decoding_type": "Eagle3", "max_draft_len": 3,
+                                    "speculative_model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}}
+
+SEEDS = [
+    ("a-eagle3-one-spark", "1.2.0rc6", EAGLE3_ONE_SPARK),
+    ("b-draft-target", "1.2.0rc6", DRAFT_TARGET),
+    ("c-two-sparks", "1.2.0rc6", TWO_SPARK),
+    ("d-low-latency", "1.2.0rc1", LOW_LATENCY),
+    ("d-low-latency-speculative", "1.2.0rc1", LOW_LATENCY_SPEC),
+    ("e-triton-1.3", "1.3.0rc12", TRITON_13),
+]
+
+
+def errors_of(options, version=t.DEFAULT_VERSION):
+    with pytest.raises(t.OptionsError) as info:
+        t.validate(options, version)
+    return info.value.errors
+
+
+@pytest.mark.parametrize("name,version,options", SEEDS, ids=[s[0] for s in SEEDS])
+def test_seed_configurations_round_trip(name, version, options):
+    result = t.validate(options, version)
+    text = t.render(result.options, version)
+    assert yaml.safe_load(text) == options, name
+    assert result.warnings == []
+
+
+def test_seed_file_reads_like_the_playbook():
+    text = t.render(t.validate(EAGLE3_ONE_SPARK).options)
+    body = [line for line in text.splitlines() if not line.startswith("#")]
+    assert body == [
+        "enable_attention_dp: false",
+        "disable_overlap_scheduler: false",
+        "enable_autotuner: false",
+        "cuda_graph_config:",
+        "  max_batch_size: 1",
+        "speculative_config:",
+        "  decoding_type: Eagle",
+        "  max_draft_len: 5",
+        "  speculative_model_dir: /opt/gpt-oss-120b-Eagle3/",
+        "kv_cache_config:",
+        "  free_gpu_memory_fraction: 0.9",
+        "  enable_block_reuse: false",
+    ]
+
+
+def test_key_order_is_stable_whatever_the_input_order():
+    shuffled = dict(reversed(list(EAGLE3_ONE_SPARK.items())))
+    shuffled["kv_cache_config"] = {"enable_block_reuse": False, "free_gpu_memory_fraction": 0.9}
+    assert t.render(t.validate(shuffled).options) == t.render(t.validate(EAGLE3_ONE_SPARK).options)
+
+
+@pytest.mark.parametrize("version", t.SUPPORTED_VERSIONS)
+def test_every_release_accepts_the_two_spark_file(version):
+    # speculative_model_dir and decoding_type Eagle are accepted by all three (aliases on 1.3).
+    t.validate(TWO_SPARK, version)
+
+
+def test_unknown_top_level_key_names_path_value_accepted_and_replacement():
+    (error,) = errors_of({"use_cuda_graph": True})
+    assert error.startswith("use_cuda_graph: unknown key")
+    assert "1.2.0rc6" in error and "forbids extra keys" in error
+    assert "replaced by 'cuda_graph_config'" in error
+    assert "Accepted keys here:" in error and "kv_cache_config" in error
+
+
+def test_unknown_nested_key_has_full_path_and_close_match():
+    (error,) = errors_of({"kv_cache_config": {"enable_block_reuze": False}})
+    assert error.startswith("kv_cache_config.enable_block_reuze: unknown key")
+    assert "Did you mean 'enable_block_reuse'?" in error
+
+
+def test_unknown_key_inside_speculative_config():
+    (error,) = errors_of({"speculative_config": dict(EAGLE3_ONE_SPARK["speculative_config"], draft_tokens=3)})
+    assert error.startswith("speculative_config.draft_tokens: unknown key")
+    assert 'with decoding_type "Eagle"' in error
+
+
+@pytest.mark.parametrize("version", ["1.2.0rc1", "1.2.0rc6"])
+def test_eagle3_spelling_rejected_on_12_with_hint(version):
+    spec = dict(EAGLE3_ONE_SPARK["speculative_config"], decoding_type="Eagle3")
+    (error,) = errors_of({"speculative_config": spec}, version)
+    assert error.startswith("speculative_config.decoding_type: \"Eagle3\" is not accepted by TensorRT-LLM " + version)
+    assert "Eagle," in error and "DraftTarget" in error
+    assert "did you mean 'Eagle'?" in error
+
+
+def test_draft_target_underscore_rejected_on_12():
+    spec = dict(DRAFT_TARGET["speculative_config"], decoding_type="Draft_Target")
+    (error,) = errors_of({"speculative_config": spec})
+    assert "did you mean 'DraftTarget'?" in error
+
+
+def test_13_accepts_12_spellings_with_warning():
+    result = t.validate(DRAFT_TARGET, "1.3.0rc12")
+    assert len(result.warnings) == 1
+    assert "alias of 'Draft_Target'" in result.warnings[0]
+    # The file keeps what the user wrote.
+    assert result.options["speculative_config"]["decoding_type"] == "DraftTarget"
+
+
+def test_speculative_model_key_rejected_on_12():
+    spec = {"decoding_type": "Eagle", "max_draft_len": 3, "speculative_model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}
+    errors = errors_of({"speculative_config": spec}, "1.2.0rc6")
+    assert any(e.startswith("speculative_config.speculative_model: unknown key")
+               and "Did you mean 'speculative_model_dir'?" in e for e in errors)
+
+
+def test_both_path_keys_on_13_is_an_error():
+    spec = dict(TRITON_13["speculative_config"], speculative_model_dir="/opt/x")
+    errors = errors_of({"speculative_config": spec}, "1.3.0rc12")
+    assert any("set only one of speculative_model, speculative_model_dir" in e for e in errors)
+
+
+def test_draft_model_required_for_eagle_and_draft_target():
+    for dtype in ("Eagle", "DraftTarget"):
+        errors = errors_of({"speculative_config": {"decoding_type": dtype, "max_draft_len": 3}})
+        assert any(e.startswith("speculative_config.speculative_model_dir: is required") for e in errors), dtype
+
+
+def test_max_draft_len_required_and_positive_on_13():
+    errors = errors_of({"speculative_config": {"decoding_type": "Eagle", "speculative_model_dir": "/d"}})
+    assert "speculative_config.max_draft_len: is required for decoding_type \"Eagle\"" in errors
+    errors = errors_of({"speculative_config": {"decoding_type": "Eagle3", "max_draft_len": 0,
+                                               "speculative_model": "/d"}}, "1.3.0rc12")
+    assert any(e.startswith("speculative_config.max_draft_len: 0 must be > 0") for e in errors)
+
+
+def test_mtp_forbids_max_draft_len():
+    errors = errors_of({"speculative_config": {"decoding_type": "MTP", "max_draft_len": 3}})
+    assert any("derived from num_nextn_predict_layers" in e for e in errors)
+    t.validate({"speculative_config": {"decoding_type": "MTP", "num_nextn_predict_layers": 3}})
+
+
+def test_missing_decoding_type():
+    (error,) = errors_of({"speculative_config": {"max_draft_len": 3}})
+    assert error.startswith("speculative_config.decoding_type: is required")
+
+
+def test_medusa_not_supported_on_pytorch():
+    errors = errors_of({"speculative_config": {"decoding_type": "Medusa", "num_medusa_heads": 4}})
+    assert any("not supported on the PyTorch backend" in e for e in errors)
+
+
+def test_string_where_integer_expected():
+    spec = dict(EAGLE3_ONE_SPARK["speculative_config"], max_draft_len="4")
+    (error,) = errors_of({"speculative_config": spec})
+    assert error.startswith('speculative_config.max_draft_len: "4" (str) must be an integer')
+
+
+def test_bool_is_not_an_integer_and_string_is_not_a_bool():
+    errors = errors_of({"cuda_graph_config": {"max_batch_size": True}, "enable_autotuner": "false"})
+    assert any(e.startswith("cuda_graph_config.max_batch_size: true (bool) must be an integer") for e in errors)
+    assert any(e.startswith('enable_autotuner: "false" (str) must be a boolean') for e in errors)
+
+
+@pytest.mark.parametrize("fraction", [-0.1, 1.01, 2])
+def test_free_gpu_memory_fraction_range(fraction):
+    (error,) = errors_of({"kv_cache_config": {"free_gpu_memory_fraction": fraction}})
+    assert error.startswith("kv_cache_config.free_gpu_memory_fraction: %s is out of range" % fraction)
+    assert "between 0 and 1" in error
+
+
+@pytest.mark.parametrize("fraction", [0, 0.5, 1])
+def test_free_gpu_memory_fraction_bounds_accepted(fraction):
+    t.validate({"kv_cache_config": {"free_gpu_memory_fraction": fraction}})
+
+
+def test_cuda_graph_max_batch_size_must_match_batch_sizes():
+    (error,) = errors_of({"cuda_graph_config": {"max_batch_size": 4, "batch_sizes": [1, 2, 8]}})
+    assert error.startswith("cuda_graph_config.max_batch_size: 4 must equal max(batch_sizes) = 8")
+    t.validate({"cuda_graph_config": {"max_batch_size": 8, "batch_sizes": [1, 2, 8]}})
+
+
+def test_cuda_graph_null_turns_graphs_off():
+    result = t.validate({"cuda_graph_config": None})
+    assert "cuda_graph_config: null" in t.render(result.options)
+
+
+def test_moe_backend_per_release():
+    (error,) = errors_of({"moe_config": {"backend": "AUTO"}}, "1.2.0rc6")
+    assert error.startswith('moe_config.backend: "AUTO" is not accepted by TensorRT-LLM 1.2.0rc6')
+    assert "CUTLASS" in error
+    t.validate({"moe_config": {"backend": "AUTO"}}, "1.3.0rc12")
+    (error,) = errors_of({"moe_config": {"backend": "cutlass"}}, "1.2.0rc1")
+    assert "did you mean 'CUTLASS'?" in error
+
+
+def test_draft_len_schedule_rules_differ_by_release():
+    base = {"decoding_type": "Eagle", "max_draft_len": 4, "speculative_model_dir": "/d"}
+    (error,) = errors_of({"speculative_config": dict(base, draft_len_schedule={2: 4, 8: 2})}, "1.2.0rc6")
+    assert "must contain batch size 1 mapped to max_draft_len (4)" in error
+    t.validate({"speculative_config": dict(base, draft_len_schedule={2: 4, 8: 2})}, "1.3.0rc12")
+    errors = errors_of({"speculative_config": dict(base, draft_len_schedule={1: 4})}, "1.2.0rc1")
+    assert errors[0].startswith("speculative_config.draft_len_schedule: unknown key")
+
+
+def test_eagle_tree_rules():
+    base = {"decoding_type": "Eagle", "max_draft_len": 3, "speculative_model_dir": "/d"}
+    errors = errors_of({"speculative_config": dict(base, use_dynamic_tree=True, eagle_choices=[[0]])})
+    assert any("cannot be combined with use_dynamic_tree" in e for e in errors)
+    errors = errors_of({"speculative_config": dict(base, use_dynamic_tree=True, dynamic_tree_max_topK=2,
+                                                   max_total_draft_tokens=7)})
+    assert any("max_total_draft_tokens: 7 must be between max_draft_len (3)" in e for e in errors)
+
+
+def test_every_problem_is_reported_at_once():
+    bad = {"use_cuda_graph": True, "moe_config": {"backend": "AUTO"},
+           "kv_cache_config": {"free_gpu_memory_fraction": 1.5},
+           "speculative_config": {"decoding_type": "Eagle3", "max_draft_len": 3, "speculative_model_dir": "/d"}}
+    assert len(errors_of(bad)) == 4
+
+
+def test_unsupported_version():
+    with pytest.raises(t.OptionsError) as info:
+        t.validate({}, "0.9.0")
+    assert "supported: 1.2.0rc1, 1.2.0rc6, 1.3.0rc12" in str(info.value)
+
+
+@pytest.mark.parametrize("version,expected", [("1.2.0rc1", "Eagle"), ("1.2.0rc6", "Eagle"), ("1.3.0rc12", "Eagle3")])
+def test_method_spelling_per_release(version, expected):
+    config = t.speculative_config("eagle3", version, draft_model="/opt/d/", max_draft_len=3)
+    assert config == {"decoding_type": expected, "max_draft_len": 3, "speculative_model_dir": "/opt/d/"}
+    result = t.validate({"speculative_config": config}, version)
+    assert result.warnings == []
+
+
+def test_method_draft_target_per_release():
+    assert t.speculative_config("draft_target", "1.2.0rc6")["decoding_type"] == "DraftTarget"
+    assert t.speculative_config("draft_target", "1.3.0rc12")["decoding_type"] == "Draft_Target"
+    assert t.speculative_config("none") is None
+
+
+def test_merge_is_deep_and_does_not_mutate():
+    base = {"speculative_config": {"decoding_type": "Eagle", "max_draft_len": 3}}
+    merged = t.merge(base, {"speculative_config": {"max_draft_len": 5}, "print_iter_log": True})
+    assert merged == {"speculative_config": {"decoding_type": "Eagle", "max_draft_len": 5}, "print_iter_log": True}
+    assert base["speculative_config"]["max_draft_len"] == 3
+
+
+@pytest.mark.parametrize("value", ["yes", "No", "on", "null", "~", "8B", "1.5", "a: b", "#x", "-x", "", " x", "tcp://h:1"])
+def test_strings_that_yaml_would_misread_are_quoted(value):
+    text = t.render({"tokenizer": value})
+    assert yaml.safe_load(text) == {"tokenizer": value}
+
+
+def test_float_exponent_stays_a_float():
+    text = t.render({"batch_wait_timeout_ms": 1e-05})
+    assert yaml.safe_load(text) == {"batch_wait_timeout_ms": 1e-05}
+
+
+def test_empty_options_render_an_empty_mapping():
+    assert yaml.safe_load(t.render({})) == {}
