@@ -126,7 +126,67 @@ _TOP_12 = {
     "tensor_parallel_size": INT(ge=1),
     "tokenizer": STR(nullable=True),
     "trust_remote_code": BOOL(),
+    # Less common fields, alphabetical. Objects TRT-LLM builds from nested mappings whose shape
+    # this collection does not model are accepted as they are (ANY).
+    "backend": STR(nullable=True),
+    "batched_logits_processor": ANY(nullable=True),
+    "build_config": ANY(nullable=True),
+    "cache_transceiver_config": ANY(nullable=True),
+    "checkpoint_format": STR(nullable=True),
+    "checkpoint_loader": ANY(nullable=True),
+    "cp_config": ANY(nullable=True),
+    "decoding_config": ANY(nullable=True),
+    "enable_layerwise_nvtx_marker": BOOL(),
+    "enable_lm_head_tp_in_adp": BOOL(),
+    "enable_lora": BOOL(),
+    "enable_min_latency": BOOL(),
+    "fail_fast_on_attention_window_too_large": BOOL(),
+    "force_dynamic_quantization": BOOL(),
+    "garbage_collection_gen0_threshold": INT(),
+    "gather_generation_logits": BOOL(),
+    "gpus_per_node": INT(ge=1, nullable=True),
+    "guided_decoding_backend": STR(choices=("xgrammar", "llguidance"), nullable=True),
+    "iter_stats_max_iterations": INT(ge=0, nullable=True),
+    "kv_connector_config": ANY(nullable=True),
+    "load_format": STR(),
+    "lora_config": ANY(nullable=True),
+    "mm_encoder_only": BOOL(),
+    "model": STR(),
+    "orchestrator_type": STR(choices=("rpc", "ray"), nullable=True),
+    "peft_cache_config": ANY(nullable=True),
+    "postprocess_tokenizer_dir": STR(nullable=True),
+    "request_stats_max_iterations": INT(ge=0, nullable=True),
+    "skip_tokenizer_init": BOOL(),
+    "sparse_attention_config": ANY(nullable=True),
+    "tokenizer_mode": STR(choices=("auto", "slow")),
+    "tokenizer_revision": STR(nullable=True),
+    "torch_compile_config": ANY(nullable=True),
 }
+
+# 1.3 drops the TensorRT-engine leftovers from the PyTorch args and adds new knobs.
+_TOP_13 = _derive(_TOP_12, remove=("build_config", "fail_fast_on_attention_window_too_large"), add={
+    "custom_tokenizer": STR(nullable=True),
+    "disable_flashinfer_sampling": BOOL(),
+    "dwdp_config": ANY(nullable=True),
+    "enable_energy_metrics": BOOL(),
+    "env_overrides": ANY(nullable=True),
+    "layer_wise_benchmarks_config": ANY(),
+    "max_stats_len": INT(ge=0),
+    "model_kwargs": ANY(nullable=True),
+    "nvfp4_gemm_config": ANY(),
+    "otlp_traces_endpoint": STR(nullable=True),
+    "pp_partition": LIST(INT(ge=0), nullable=True),
+    "prometheus_metrics_config": ANY(nullable=True),
+    "ray_placement_config": ANY(nullable=True),
+    "ray_worker_extension_cls": STR(nullable=True),
+    "ray_worker_nsight_options": ANY(nullable=True),
+    "sampler_force_async_worker": BOOL(),
+    "sleep_config": ANY(nullable=True),
+    "telemetry_config": ANY(),
+    "use_cute_dsl_blockscaling_bmm": BOOL(),
+    "use_cute_dsl_blockscaling_mm": BOOL(),
+    "video_pruning_rate": FLOAT(ge=0, lt=1, nullable=True),
+})
 
 _CUDA_GRAPH = {
     "max_batch_size": INT(ge=0),
@@ -142,13 +202,26 @@ _KV_CACHE = {
     "enable_partial_reuse": BOOL(),
     "event_buffer_max_size": INT(ge=0),
     "host_cache_size": INT(ge=0, nullable=True),
-    "mamba_ssm_cache_dtype": STR(),
+    "mamba_ssm_cache_dtype": STR(choices=("auto", "float16", "bfloat16", "float32")),
     "max_attention_window": LIST(INT(ge=1), nullable=True),
     "max_gpu_total_bytes": INT(ge=0),
     "max_tokens": INT(ge=1, nullable=True),
     "sink_token_length": INT(ge=0, nullable=True),
     "tokens_per_block": INT(ge=1),
+    "attention_dp_events_gather_period_ms": INT(ge=0),
+    "cross_kv_cache_fraction": FLOAT(ge=0, le=1, nullable=True),
+    "onboard_blocks": BOOL(),
+    "secondary_offload_min_priority": INT(nullable=True),
+    "use_uvm": BOOL(),
 }
+
+_KV_CACHE_13 = _derive(_KV_CACHE, remove=("onboard_blocks",), add={
+    "iteration_stats_interval": INT(gt=0),
+    "mamba_ssm_philox_rounds": INT(ge=1),
+    "mamba_ssm_stochastic_rounding": BOOL(),
+    "max_util_for_resume": FLOAT(ge=0, le=1),
+    "use_kv_cache_manager_v2": BOOL(),
+})
 
 _MOE_BACKENDS_12 = ("CUTLASS", "CUTEDSL", "WIDEEP", "TRTLLM", "DEEPGEMM", "VANILLA", "TRITON")
 _MOE_BACKENDS_13 = ("AUTO",) + _MOE_BACKENDS_12[:5] + ("DENSEGEMM",) + _MOE_BACKENDS_12[5:]
@@ -172,6 +245,15 @@ _ATTENTION_DP = {
     "timeout_iters": INT(ge=0),
     "batching_wait_iters": INT(ge=0),
 }
+
+_SCHEDULER_13 = _derive(_SCHEDULER, change={
+    "context_chunking_policy": STR(choices=("FIRST_COME_FIRST_SERVED", "EQUAL_PROGRESS", "FORCE_CHUNK"), nullable=True),
+}, add={"waiting_queue_policy": STR(choices=("fcfs", "priority")), "use_python_scheduler": BOOL()})
+
+_ATTENTION_DP_13 = _derive(_ATTENTION_DP, add={
+    "enable_kv_cache_aware_routing": BOOL(),
+    "kv_cache_routing_load_balance_weight": FLOAT(),
+})
 
 # Speculative decoding. `decoding_types` maps each accepted `decoding_type` string to a class
 # below; `aliases` are spellings the release still accepts but rewrites (warned about);
@@ -199,7 +281,7 @@ _EAGLE_12 = {
 }
 
 _NGRAM_12 = {
-    "max_matching_ngram_size": INT(ge=0),
+    "max_matching_ngram_size": INT(gt=0),
     "is_keep_all": BOOL(),
     "is_use_oldest": BOOL(),
     "is_public_pool": BOOL(),
@@ -213,6 +295,8 @@ _MTP_12 = {
     "use_mtp_vanilla": BOOL(),
     "mtp_eagle_one_model": BOOL(),
 }
+# 1.2 spells the thinking-phase tokens in capitals; 1.3 lower-cases them.
+_MTP_THINKING_12 = {"BEGIN_THINKING_PHASE_TOKEN": INT(), "END_THINKING_PHASE_TOKEN": INT()}
 
 _SAVE_STATE = {
     "output_directory": STR(),
@@ -228,10 +312,10 @@ _LOOKAHEAD = {"max_window_size": INT(ge=1), "max_ngram_size": INT(ge=1), "max_ve
 #   draft_model: a draft model path is required      draft_len: "required" | "positive" | "forbidden"
 _CLASSES_12RC1 = {
     "eagle": {"fields": dict(_EAGLE_12, max_total_draft_tokens=INT(ge=1, nullable=True)),
-              "draft_model": True, "draft_len": "required", "eagle_tree": True},
-    "draft_target": {"fields": {}, "draft_model": True, "draft_len": "required"},
-    "ngram": {"fields": _NGRAM_12, "draft_len": "required"},
-    "mtp": {"fields": _MTP_12, "draft_len": "forbidden"},
+              "draft_model": True, "draft_len": "positive", "eagle_tree": True},
+    "draft_target": {"fields": {}, "draft_model": True, "draft_len": "positive"},
+    "ngram": {"fields": _NGRAM_12, "draft_len": "positive", "required": ("max_matching_ngram_size",)},
+    "mtp": {"fields": dict(_MTP_12, **_MTP_THINKING_12), "draft_len": "forbidden"},
     "save_state": {"fields": _SAVE_STATE, "required": ("output_directory",)},
     "user_provided": {"fields": {"drafter": ANY(), "resource_manager": ANY(nullable=True)},
                       "required": ("drafter",)},
@@ -253,6 +337,8 @@ _SPEC_12RC1 = {
     "classes": _CLASSES_12RC1,
     # draft_len_schedule rule: None (field absent), "key_one" (1.2.x), "smallest_key" (1.3.x)
     "draft_len_schedule": None,
+    # NVIDIA's DGX Spark playbook runs the 1.2 spellings on 1.3.0rc12; the 1.3 schema's tags differ.
+    "alias_note": "",
     "max_concurrency_excludes_schedule": False,
 }
 
@@ -275,6 +361,7 @@ _SPEC_13 = dict(
                     "User_Provided": "user_provided", "Medusa": "medusa", "Lookahead": "lookahead"},
     # NVIDIA's DGX Spark playbook runs these 1.2-era spellings on 1.3.0rc12; 1.3 rewrites them.
     aliases={"Eagle": "Eagle3", "DraftTarget": "Draft_Target", "UserProvided": "User_Provided"},
+    alias_note=" (NVIDIA's DGX Spark playbook runs it on 1.3.0rc12; the 1.3 schema's own tag is the one to prefer)",
     hints={"EAGLE3": "Eagle3", "Eagle-3": "Eagle3"},
     methods={"eagle3": "Eagle3", "draft_target": "Draft_Target", "ngram": "NGram", "mtp": "MTP"},
     path_keys=("speculative_model", "speculative_model_dir"),
@@ -291,8 +378,9 @@ _SPEC_13 = dict(
                                                 "begin_thinking_phase_token": INT(nullable=True),
                                                 "end_thinking_phase_token": INT(nullable=True)}),
                 "draft_len": "forbidden"},
-        "sa": {"fields": {}},
-        "pard": {"fields": {}, "draft_model": True},
+        "sa": {"fields": {"max_matching_ngram_size": INT(), "enable_global_pool": BOOL(),
+                          "global_pool_size": INT(gt=0, nullable=True)}, "draft_len": "positive"},
+        "pard": {"fields": {"mask_token_id": INT(nullable=True), "sa_config": ANY(nullable=True)}},
         "save_state": _CLASSES_12RC1["save_state"],
         "user_provided": _CLASSES_12RC1["user_provided"],
         "auto": {"fields": {}},
@@ -306,6 +394,8 @@ _SPEC_13 = dict(
 RELEASES = {
     "1.2.0rc1": {
         "top": _TOP_12,
+        # 1.2.0rc1 requires batch_sizes to equal the list it generates from max_batch_size.
+        "cuda_graph_rule": "generated",
         "objects": {
             "cuda_graph_config": _CUDA_GRAPH,
             "kv_cache_config": _KV_CACHE,
@@ -317,6 +407,7 @@ RELEASES = {
     },
     "1.2.0rc6": {
         "top": _TOP_12,
+        "cuda_graph_rule": "max",
         "objects": {
             "cuda_graph_config": _CUDA_GRAPH,
             "kv_cache_config": _KV_CACHE,
@@ -327,13 +418,14 @@ RELEASES = {
         "speculative": _SPEC_12RC6,
     },
     "1.3.0rc12": {
-        "top": _TOP_12,
+        "top": _TOP_13,
+        "cuda_graph_rule": "max",
         "objects": {
             "cuda_graph_config": _CUDA_GRAPH,
-            "kv_cache_config": _derive(_KV_CACHE, add={"iteration_stats_interval": INT(ge=0, nullable=True)}),
+            "kv_cache_config": _KV_CACHE_13,
             "moe_config": _derive(_MOE_12, change={"backend": STR(choices=_MOE_BACKENDS_13)}),
-            "scheduler_config": _SCHEDULER,
-            "attention_dp_config": _ATTENTION_DP,
+            "scheduler_config": _SCHEDULER_13,
+            "attention_dp_config": _ATTENTION_DP_13,
         },
         "speculative": _SPEC_13,
     },
@@ -471,7 +563,7 @@ class _Validator:
 
     def check_range(self, path, value, spec):
         bad = (("ge" in spec and value < spec["ge"]) or ("gt" in spec and value <= spec["gt"])
-               or ("le" in spec and value > spec["le"]))
+               or ("le" in spec and value > spec["le"]) or ("lt" in spec and value >= spec["lt"]))
         if bad:
             self.error(path, "%s is out of range; TensorRT-LLM %s expects %s"
                        % (_show(value), self.version, self.describe_range(spec).strip(" ,") or "a valid value"))
@@ -488,6 +580,8 @@ class _Validator:
                 parts.append("> %s" % spec["gt"])
             if "le" in spec:
                 parts.append("<= %s" % spec["le"])
+        if "lt" in spec:
+            parts.append("< %s" % spec["lt"])
         return (" " + " and ".join(parts)) if parts else ""
 
     def describe(self, spec):
@@ -566,7 +660,15 @@ class _Validator:
     def check_cuda_graph(self, path, out):
         sizes = out.get("batch_sizes")
         max_bs = out.get("max_batch_size")
-        if sizes and max_bs and isinstance(max_bs, int) and all(isinstance(s, int) for s in sizes) and max_bs != max(sizes):
+        if not (sizes and max_bs and isinstance(max_bs, int) and all(isinstance(s, int) for s in sizes)):
+            return
+        if self.release["cuda_graph_rule"] == "generated":
+            generated = cuda_graph_batch_sizes_12rc1(max_bs, bool(out.get("enable_padding")))
+            if sorted(sizes) != generated:
+                self.error(path, "set only one of batch_sizes and max_batch_size on TensorRT-LLM %s: with both, "
+                           "batch_sizes must equal the list it generates from max_batch_size %s, %s"
+                           % (self.version, max_bs, generated))
+        elif max_bs != max(sizes):
             self.error(self.join(path, "max_batch_size"),
                        "%s must equal max(batch_sizes) = %s when both are set (or set only one of them)"
                        % (max_bs, max(sizes)))
@@ -591,8 +693,8 @@ class _Validator:
             return None
         if dtype in spec_table["aliases"]:
             canonical = spec_table["aliases"][dtype]
-            self.warnings.append("%s: %s is accepted by TensorRT-LLM %s as an alias of '%s' (it logs a deprecation "
-                                 "warning); prefer '%s'" % (type_path, _show(dtype), self.version, canonical, canonical))
+            self.warnings.append("%s: %s is accepted by TensorRT-LLM %s as an alias of '%s'%s; prefer '%s'"
+                                 % (type_path, _show(dtype), self.version, canonical, spec_table["alias_note"], canonical))
             dtype_class = accepted[canonical]
         else:
             dtype_class = accepted[dtype]
@@ -673,6 +775,22 @@ class _Validator:
             self.error("", "the options must be a mapping, got %s" % _type_name(options))
             return None
         return self.check_object("", options, self.release["top"])
+
+
+def cuda_graph_batch_sizes_12rc1(max_batch_size, enable_padding):
+    """The CUDA graph batch sizes 1.2.0rc1 generates from max_batch_size (its _generate_cuda_graph_batch_sizes)."""
+    if enable_padding:
+        sizes = [1, 2, 4] + list(range(8, 129, 8))
+    else:
+        sizes = list(range(1, 32)) + [32, 64, 128]
+    power = 256
+    while power <= max_batch_size:
+        sizes.append(power)
+        power *= 2
+    sizes = [s for s in sizes if s <= max_batch_size]
+    if max_batch_size not in sizes:
+        sizes.append(max_batch_size)
+    return sizes
 
 
 def validate(options, version=DEFAULT_VERSION, backend="pytorch"):

@@ -290,3 +290,37 @@ def test_float_exponent_stays_a_float():
 
 def test_empty_options_render_an_empty_mapping():
     assert yaml.safe_load(t.render({})) == {}
+
+
+def test_cuda_graph_rule_of_12rc1_is_the_generated_list():
+    # 1.2.0rc1 compares batch_sizes with the list it generates; max(batch_sizes) alone is not enough.
+    (error,) = errors_of({"cuda_graph_config": {"max_batch_size": 8, "batch_sizes": [1, 2, 4, 8]}}, "1.2.0rc1")
+    assert error.startswith("cuda_graph_config: set only one of batch_sizes and max_batch_size on TensorRT-LLM 1.2.0rc1")
+    assert "[1, 2, 3, 4, 5, 6, 7, 8]" in error
+    t.validate({"cuda_graph_config": {"max_batch_size": 8, "batch_sizes": [1, 2, 4, 8]}}, "1.2.0rc6")
+    t.validate({"cuda_graph_config": {"max_batch_size": 4, "batch_sizes": [4, 3, 2, 1]}}, "1.2.0rc1")
+
+
+def test_generated_batch_sizes_with_padding():
+    assert t.cuda_graph_batch_sizes_12rc1(20, True) == [1, 2, 4, 8, 16, 20]
+    assert t.cuda_graph_batch_sizes_12rc1(512, False)[-3:] == [128, 256, 512]
+
+
+def test_ngram_on_12_needs_max_matching_ngram_size():
+    errors = errors_of({"speculative_config": {"decoding_type": "NGram", "max_draft_len": 4}}, "1.2.0rc6")
+    assert "speculative_config.max_matching_ngram_size: is required for decoding_type \"NGram\"" in errors
+    t.validate({"speculative_config": {"decoding_type": "NGram", "max_draft_len": 4}}, "1.3.0rc12")
+
+
+def test_keys_removed_and_added_between_releases():
+    t.validate({"kv_cache_config": {"onboard_blocks": True}}, "1.2.0rc6")
+    (error,) = errors_of({"kv_cache_config": {"onboard_blocks": True}}, "1.3.0rc12")
+    assert error.startswith("kv_cache_config.onboard_blocks: unknown key")
+    t.validate({"env_overrides": {"NCCL_DEBUG": "INFO"}}, "1.3.0rc12")
+    (error,) = errors_of({"env_overrides": {"NCCL_DEBUG": "INFO"}}, "1.2.0rc1")
+    assert error.startswith("env_overrides: unknown key")
+
+
+def test_exclusive_upper_bound():
+    (error,) = errors_of({"video_pruning_rate": 1.0}, "1.3.0rc12")
+    assert "< 1" in error
