@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, DGX Spark speculative-decoding collection maintainers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """TensorRT-LLM "extra LLM API options" knowledge: schemas per release, validation, rendering.
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, DGX Spark speculative-decoding collection maintainers
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ module: trtllm_options
 short_description: Render and validate a TensorRT-LLM extra LLM API options file
 version_added: 0.1.0
 author:
-  - DGX Spark speculative-decoding collection maintainers
+  - DGX Spark speculative-decoding collection maintainers (@dgx-spark)
 description:
   - Writes the YAML file passed to C(trtllm-serve --extra_llm_api_options) (or C(--config)).
   - Validates the options against the option set of the chosen TensorRT-LLM release B(before) writing anything
@@ -41,7 +41,8 @@ options:
   dest:
     description:
       - Path of the options file to write, for example V(/etc/trtllm/extra-llm-api-config.yml).
-      - The parent directory must exist.
+      - The parent directory must exist (in check mode a missing directory only predicts a change, so the module can
+        validate options before anything is created).
     type: path
     required: true
   options:
@@ -259,7 +260,8 @@ def main():
     if os.path.isdir(dest):
         module.fail_json(msg="dest %s is a directory; give the path of the options file" % dest, **result)
     parent = os.path.dirname(dest) or "."
-    if not os.path.isdir(parent):
+    # In check mode a missing directory is only a prediction (a pre-flight runs before it is created).
+    if not os.path.isdir(parent) and not module.check_mode:
         module.fail_json(msg="the directory %s of dest does not exist; create it first" % parent, **result)
 
     content = render(validated.options, version)

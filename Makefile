@@ -1,0 +1,53 @@
+# Two commands for a fresh Debian 12 machine (as root):
+#   make demo   bring up the simulated two-Spark lab and serve Qwen3-235B EAGLE-3 with TP=2 on it
+#   make test   run every test: unit, lab, lint, sanity and the molecule scenarios
+# Both create .venv/ (reused when present) and start Docker when a step needs it. Safe to re-run.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+VENV ?= .venv
+
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
+export ANSIBLE_FORCE_COLOR ?= 0
+export PY_COLORS ?= 0
+
+.PHONY: demo test venv docker unit lab-test lint sanity molecule lab-up lab-down clean
+
+demo: venv docker
+	scripts/demo.sh
+
+test: venv docker
+	scripts/test.sh
+
+venv:
+	@scripts/bootstrap.sh
+
+docker:
+	@scripts/ensure_docker.sh
+
+# Single stages, for development.
+unit: venv
+	python -m pytest tests/unit -q
+
+lab-test: venv docker
+	python -m pytest tests/lab -q
+
+lint: venv
+	yamllint -s .
+	ansible-lint
+
+sanity: venv
+	tests/sanity/run-sanity.sh
+
+molecule: venv docker
+	molecule test --all
+
+lab-up: venv docker
+	molecule/resources/lab/lab up
+
+lab-down: docker
+	molecule/resources/lab/lab down
+
+clean: lab-down
+	rm -rf build .collections .pytest_cache

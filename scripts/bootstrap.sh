@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Create .venv (reused when present), install requirements.txt when it changed, and make the
+# checkout importable by Ansible as dgx_spark.specdec through .collections/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+
+# Debian's python3 (not a pyenv shim) so the venv works the same for every user.
+PYTHON=${PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}
+if [ ! -x "$VENV/bin/python" ]; then
+  if ! "$PYTHON" -m venv --help >/dev/null 2>&1 || ! "$PYTHON" -c 'import ensurepip' 2>/dev/null; then
+    echo "bootstrap: installing python3-venv"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+  fi
+  echo "bootstrap: creating $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+
+stamp="$VENV/.requirements.sha256"
+want=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "bootstrap: installing requirements.txt into $VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q -r requirements.txt
+  echo "$want" > "$stamp"
+fi
+
+link=.collections/ansible_collections/dgx_spark/specdec
+if [ ! -L "$link" ]; then
+  mkdir -p "$(dirname "$link")"
+  ln -sfn ../../.. "$link"
+fi
