@@ -1,4 +1,4 @@
-"""Run the trtllm_options module through ansible-playbook on localhost (its integration target)."""
+"""Run the modules through ansible-playbook on localhost (their integration targets)."""
 
 import os
 import subprocess
@@ -20,5 +20,16 @@ def run_target(target):
 
 def test_trtllm_options_integration_target():
     proc = run_target("trtllm_options")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "failed=0" in proc.stdout
+
+
+def test_specdec_endpoint_integration_target():
+    # The playbook starts the loopback fake trtllm-serve itself and asserts every result.
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"), ANSIBLE_NOCOLOR="1",
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    target = os.path.join(ROOT, "tests", "integration", "targets", "specdec_endpoint")
+    proc = subprocess.run(["bash", "runme.sh"], cwd=target, env=env, capture_output=True, text=True, timeout=600,
+                          check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "failed=0" in proc.stdout
