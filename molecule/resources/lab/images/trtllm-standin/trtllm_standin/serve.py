@@ -1,0 +1,239 @@
+"""``trtllm-serve`` stand-in: the release's CLI, options-file rules, model checks and HTTP API.
+
+Environment: TRTLLM_VERSION (release impersonated; set per image tag), STANDIN_STARTUP_SECONDS
+(simulated model load, default 3), STANDIN_TIME_SCALE / STANDIN_BASE_TPS / STANDIN_PREFILL_TPS /
+STANDIN_ACCEPTANCE / STANDIN_ACCEPTANCE_DECAY / STANDIN_DRAFT_COST (performance model, see sim.py),
+HF_HOME / HF_HUB_CACHE (where HF ids are looked up), TRTLLM_STANDIN_WORLD_SIZE (set by
+trtllm-llmapi-launch; 1 without it), STANDIN_OPTIONS_PATH (extra dirs to find _trtllm_options).
+"""
+
+import copy
+import os
+import signal
+import sys
+import threading
+import time
+
+from . import cli, env_float, hf_hub_cache, hfcache, trtllm_log, trtllm_version
+from .server import App, Engine, Server
+
+
+class StartupError(Exception):
+    pass
+
+
+def _find_options_module():
+    """Import the collection's option tables (plugins/module_utils/_trtllm_options.py).
+
+    In the image it sits in /opt/trtllm-standin/lib (on sys.path via the command wrappers); on the
+    host (tests) it is found through STANDIN_OPTIONS_PATH or the checkout this file lives in.
+    """
+    try:
+        import _trtllm_options  # noqa: F401  pylint: disable=import-outside-toplevel
+        return _trtllm_options
+    except ImportError:
+        pass
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [p for p in os.environ.get("STANDIN_OPTIONS_PATH", "").split(os.pathsep) if p]
+    candidates.append(os.path.join(here, "..", "lib"))
+    candidates.append(os.path.join(here, "..", "..", "..", "..", "..", "..", "plugins", "module_utils"))
+    for directory in candidates:
+        if os.path.isfile(os.path.join(directory, "_trtllm_options.py")):
+            sys.path.insert(0, os.path.abspath(directory))
+            import _trtllm_options  # pylint: disable=import-outside-toplevel
+            return _trtllm_options
+    return None
+
+
+def load_options_file(path, version, backend):
+    """Load and validate the YAML options file -> (normalized dict, warnings)."""
+    import yaml  # pylint: disable=import-outside-toplevel
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle)
+    except FileNotFoundError:
+        raise StartupError("FileNotFoundError: [Errno 2] No such file or directory: '%s'" % path)
+    except OSError as exc:
+        raise StartupError("OSError: cannot read extra LLM API options %s: %s" % (path, exc))
+    except yaml.YAMLError as exc:
+        raise StartupError("yaml.YAMLError: %s is not valid YAML: %s" % (path, exc))
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise StartupError("ValueError: %s must contain a YAML mapping of LLM API options, got %s"
+                           % (path, type(data).__name__))
+    module = _find_options_module()
+    if module is None:
+        return data, ["option tables (_trtllm_options) not available: only the YAML shape of %s was checked" % path]
+    try:
+        result = module.validate(data, version, backend)
+    except module.OptionsError as exc:
+        raise StartupError("pydantic_core._pydantic_core.ValidationError: invalid extra LLM API options in %s\n%s"
+                           % (path, exc))
+    return result.options, list(result.warnings)
+
+
+def resolve_model(name, what="model"):
+    """Directory of a model given as a local path or a cached HF id; StartupError like an offline hub."""
+    if hfcache.looks_like_path(name):
+        path = os.path.expanduser(name)
+        if os.path.isfile(os.path.join(path, "config.json")):
+            return os.path.abspath(path)
+        raise StartupError(
+            "OSError: Can't load the configuration of '%s' (%s). If you were trying to load it from "
+            "'https://huggingface.co/models', make sure you don't have a local directory with the same name. "
+            "Otherwise, make sure '%s' is the correct path to a directory containing a config.json file"
+            % (name, what, name))
+    if not hfcache.valid_repo_id(name):
+        raise StartupError("huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+                           "'namespace/repo_name': '%s' (%s)." % (name, what))
+    path = hfcache.cached_snapshot(name)
+    if path:
+        return path
+    raise StartupError(
+        "huggingface_hub.errors.LocalEntryNotFoundError: Cannot find the requested files in the disk cache and "
+        "outgoing traffic has been disabled (%s '%s' is not in %s; download it first, e.g. `hf download %s`). "
+        "To enable hf.co look-ups and downloads online, set 'local_files_only' to False."
+        % (what, name, hf_hub_cache(), name))
+
+
+def effective_args(params, options):
+    """CLI args as the LLM API sees them, with the YAML merged over them (YAML wins)."""
+    base = {
+        "backend": params["backend"],
+        "max_batch_size": params["max_batch_size"],
+        "max_num_tokens": params["max_num_tokens"],
+        "max_seq_len": params["max_seq_len"],
+        "max_beam_width": params["max_beam_width"],
+        "tensor_parallel_size": params["tp_size"],
+        "pipeline_parallel_size": params["pp_size"],
+        "context_parallel_size": params.get("cp_size") or 1,
+        "moe_expert_parallel_size": params["ep_size"],
+        "trust_remote_code": params["trust_remote_code"],
+        "enable_chunked_prefill": params["enable_chunked_prefill"],
+        "kv_cache_config": {"free_gpu_memory_fraction": params["kv_cache_free_gpu_memory_fraction"]},
+    }
+    out = copy.deepcopy(base)
+    for key, value in options.items():
+        if key == "kv_cache_config" and isinstance(value, dict):
+            out["kv_cache_config"].update(value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def run(argv):
+    version = trtllm_version()
+    args = list(argv)
+    if args and args[0] == "--help":
+        cli.group_help()
+        return 0
+    if args and args[0] in cli.SUBCOMMANDS:
+        command = args.pop(0)
+        if command != "serve":
+            print("Error: 'trtllm-serve %s' is not simulated by the DGX Spark lab stand-in." % command,
+                  file=sys.stderr)
+            return 2
+    try:
+        params, cli_warnings = cli.parse_serve(args, version)
+    except cli.UsageError as exc:
+        return cli.usage_error(exc)
+    if params is None:
+        cli.serve_help(version)
+        return 0
+
+    print("[TensorRT-LLM] TensorRT-LLM version: %s" % version, flush=True)
+    for warning in cli_warnings:
+        trtllm_log("W", warning)
+    try:
+        options, warnings = ({}, [])
+        if params["extra_llm_api_options"]:
+            options, warnings = load_options_file(params["extra_llm_api_options"], version, params["backend"])
+        for warning in warnings:
+            trtllm_log("W", warning)
+        llm_args = effective_args(params, options)
+
+        world = int(os.environ.get("TRTLLM_STANDIN_WORLD_SIZE", "1") or 1)
+        tp = llm_args.get("tensor_parallel_size") or 1
+        pp = llm_args.get("pipeline_parallel_size") or 1
+        cp = llm_args.get("context_parallel_size") or 1
+        if world != tp * pp * cp:
+            raise StartupError(
+                "RuntimeError: MPI world size (%d) does not match tp_size x pp_size%s = %d. Start %d rank(s) with "
+                "`mpirun -np %d ... trtllm-llmapi-launch trtllm-serve ...` (one rank per Spark GPU), or lower "
+                "--tp_size/--pp_size." % (world, " x cp_size" if cp != 1 else "", tp * pp * cp, tp * pp * cp,
+                                          tp * pp * cp))
+        ep = llm_args.get("moe_expert_parallel_size")
+        if ep not in (None, -1) and (ep < 1 or tp % ep):
+            raise StartupError("ValueError: moe_expert_parallel_size (%s) must divide tensor_parallel_size (%s)"
+                               % (ep, tp))
+
+        trtllm_log("I", "Using LLM with %s backend" % {"pytorch": "PyTorch", "tensorrt": "TensorRT",
+                                                       "_autodeploy": "AutoDeploy"}[params["backend"]])
+        if world > 1:
+            trtllm_log("I", "Multi-node run: MPI world size %d, tp_size %d, pp_size %d" % (world, tp, pp))
+        model_dir = resolve_model(params["model"])
+        trtllm_log("I", "Loading model %s from %s" % (params["model"], model_dir))
+        config = hfcache.model_config(model_dir)
+        if not llm_args.get("max_seq_len"):
+            llm_args["max_seq_len"] = int(config.get("max_position_embeddings") or 4096)
+        spec = llm_args.get("speculative_config")
+        if spec:
+            for key in ("speculative_model_dir", "speculative_model"):
+                if spec.get(key):
+                    draft_dir = resolve_model(str(spec[key]), what="speculative_config.%s" % key)
+                    trtllm_log("I", "Loading draft model %s from %s" % (spec[key], draft_dir))
+            trtllm_log("I", "Speculative decoding: decoding_type=%s max_draft_len=%s"
+                       % (spec.get("decoding_type"), spec.get("max_draft_len")))
+    except StartupError as exc:
+        print(str(exc), file=sys.stderr, flush=True)
+        trtllm_log("E", "trtllm-serve failed to start", stream=sys.stderr)
+        return 1
+
+    def log(line):
+        print(line, flush=True)
+
+    app = App(params["model"], version, lambda: Engine(params["model"], version, llm_args), log)
+    host = params["host"]
+    try:
+        server = Server((host, params["port"]), app)
+    except OSError as exc:
+        print("ERROR:    [Errno %s] error while attempting to bind on address ('%s', %d): %s"
+              % (exc.errno, host, params["port"], exc.strerror), file=sys.stderr, flush=True)
+        return 1
+
+    stop = threading.Event()
+
+    def on_signal(signum, _frame):
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+    thread.start()
+
+    startup = env_float("STANDIN_STARTUP_SECONDS", 3.0)
+    deadline = time.time() + max(0.0, startup)
+    while time.time() < deadline and not stop.is_set():
+        time.sleep(min(0.05, max(0.0, deadline - time.time())))
+    if not stop.is_set():
+        app.load()
+        log("INFO:     Started server process [%d]" % os.getpid())
+        log("INFO:     Waiting for application startup.")
+        log("INFO:     Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (host, params["port"]))
+        log("INFO:     Application startup complete.")
+    stop.wait()
+    log("INFO:     Shutting down")
+    server.shutdown()
+    server.server_close()
+    log("INFO:     Finished server process [%d]" % os.getpid())
+    return 0
+
+
+def main(argv=None):
+    return run(sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `make test`: every test, in order of speed. Each stage runs even if an earlier one failed, so one
+# run shows everything that is broken; the exit status is non-zero when any stage failed.
+# Run a subset with STAGES="unit lint" scripts/test.sh.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+STAGES=${STAGES:-"unit lint sanity lab molecule-single molecule-two"}
+mkdir -p build/test-logs
+passed=0
+failed=0
+failures=()
+
+stage_cmd() {
+  case "$1" in
+    unit) python -m pytest tests/unit -q -p no:cacheprovider ;;
+    lint) yamllint -s . && ansible-lint ;;
+    sanity) tests/sanity/run-sanity.sh ;;
+    lab) python -m pytest tests/lab -q -p no:cacheprovider ;;
+    molecule-single) molecule test -s single_spark ;;
+    molecule-two) molecule test -s two_spark ;;
+    *) echo "unknown stage $1" >&2; return 2 ;;
+  esac
+}
+
+for stage in $STAGES; do
+  echo "=== $stage"
+  start=$(date +%s)
+  stage_cmd "$stage" 2>&1 | tee "build/test-logs/$stage.log"
+  rc=${PIPESTATUS[0]}
+  secs=$(( $(date +%s) - start ))
+  if [ "$rc" -eq 0 ]; then
+    passed=$((passed + 1)); echo "=== $stage passed in ${secs}s"
+  else
+    failed=$((failed + 1)); failures+=("$stage"); echo "=== $stage FAILED (rc=$rc) in ${secs}s; log: build/test-logs/$stage.log"
+  fi
+done
+
+[ "$failed" -eq 0 ] || echo "failed stages: ${failures[*]}"
+echo "stages: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
