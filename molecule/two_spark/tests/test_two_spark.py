@@ -1,0 +1,149 @@
+"""Verify the two-Spark EAGLE-3 converge in the lab (testinfra, nodes spark-a and spark-b)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "resources"))
+import verify_helpers as vh  # noqa: E402  pylint: disable=wrong-import-position
+
+testinfra_hosts = vh.testinfra_hosts("spark-a", "spark-b")
+PLAN = {"spark-a": ("192.168.200.12", "192.168.200.14"), "spark-b": ("192.168.200.13", "192.168.200.15")}
+PEER = {"spark-a": "spark-b", "spark-b": "spark-a"}
+QSFP = ("enp1s0f1np1", "enP2p1s0f1np1")
+
+
+@pytest.fixture(scope="module")
+def node(host):
+    return vh.node_of(host)
+
+
+def test_netplan_file_and_generated_output(host, node):
+    with host.sudo():
+        f = host.file("/etc/netplan/40-cx7.yaml")
+        assert f.mode == 0o600 and f.user == "root"
+        plan = yaml.safe_load(f.content_string)
+        for iface, address in zip(QSFP, PLAN[node]):
+            assert plan["network"]["ethernets"][iface]["addresses"] == [address + "/24"]
+            assert host.file("/run/systemd/network/10-netplan-%s.network" % iface).contains("Address=%s/24" % address)
+        assert "eth0" not in plan["network"]["ethernets"]
+
+
+def test_addresses_on_the_up_ports_and_both_links_ping(host, node):
+    for iface, address, peer in zip(QSFP, PLAN[node], PLAN[PEER[node]]):
+        assert address in host.check_output("ip -o -4 addr show dev %s", iface)
+        assert host.run("ping -c1 -W2 -I %s %s", iface, peer).rc == 0
+
+
+def test_sshd_listens_on_the_qsfp_addresses_only(host, node):
+    listening = host.check_output("ss -Hltn 'sport = :2233'")
+    bound = sorted(line.split()[3] for line in listening.splitlines())
+    assert bound == sorted("%s:2233" % a for a in PLAN[node])
+
+
+def test_peer_login_with_the_cluster_key_only(host, node):
+    peer_address = PLAN[PEER[node]][0]
+    login = vh.in_container(host, node, "ssh -F /etc/dgx-spark/ssh/config %s hostname" % peer_address)
+    assert login.rc == 0 and login.stdout.strip() == PEER[node]
+    # Without the cluster key (and with host key pinning) the peer refuses.
+    denied = vh.in_container(host, node, "ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=no "
+                             "-o UserKnownHostsFile=/dev/null -p 2233 root@%s true" % peer_address)
+    assert denied.rc != 0 and "Permission denied" in denied.stderr + denied.stdout
+
+
+def test_known_hosts_pins_each_container_host_key(host, node):
+    with host.sudo():
+        known = host.file(vh.home(node) + "/.dgx-spark/ssh/known_hosts").content_string
+    for n in PLAN:
+        assert "[%s]:2233" % PLAN[n][0] in known
+    assert "StrictHostKeyChecking yes" in vh.in_container(host, node, "cat /etc/dgx-spark/ssh/config").stdout
+
+
+def test_mpirun_reaches_both_nodes(host, node):
+    if node != "spark-a":
+        pytest.skip("mpirun is started from the head")
+    out = vh.in_container(host, node, "timeout 60 mpirun -np 2 hostname")
+    assert out.rc == 0, out.stderr
+    assert sorted(out.stdout.split()) == ["spark-a", "spark-b"]
+
+
+def test_container_environment_and_mounts(host, node):
+    c = vh.inspect(host, node)
+    env = dict(e.split("=", 1) for e in c["Config"]["Env"])
+    for key in ("UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include"):
+        assert env[key] == "enp1s0f1np1,enP2p1s0f1np1"
+    assert env["OMPI_MCA_orte_default_hostfile"] == "/etc/openmpi-hostfile"
+    assert env["OMPI_MCA_rmaps_ppr_n_pernode"] == "1"
+    assert env["OMPI_ALLOW_RUN_AS_ROOT"] == env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] == "1"
+    assert env["CPATH"] == "/usr/local/cuda/include"
+    assert env["TRITON_PTXAS_PATH"] == "/usr/local/cuda/bin/ptxas"
+    assert c["Config"]["Cmd"] == ["/bin/bash", "/etc/dgx-spark/entrypoint.sh"]
+    # Only the configuration directory (cluster key, ssh config) is mounted, never ~/.ssh.
+    assert sorted(m["Destination"] for m in c["Mounts"]) == ["/etc/dgx-spark", "/models", "/root/.cache/huggingface"]
+    hostfile = vh.in_container(host, node, "cat /etc/openmpi-hostfile").stdout
+    assert [line.split()[0] for line in hostfile.splitlines() if not line.startswith("#")] == \
+        ["192.168.200.12", "192.168.200.13"]
+
+
+def test_options_file_on_both_nodes(host, node):
+    options = yaml.safe_load(host.file(vh.home(node) + "/.dgx-spark/extra-llm-api-config.yml").content_string)
+    assert options["speculative_config"] == {"decoding_type": "Eagle", "max_draft_len": 3,
+                                             "speculative_model_dir": "/models/Qwen3-235B-A22B-Eagle3/"}
+    assert options["enable_chunked_prefill"] is False
+
+
+def test_draft_downloaded_on_both_nodes(host, node):
+    assert host.file(vh.home(node) + "/models/Qwen3-235B-A22B-Eagle3/.dgx-spark-complete").exists
+
+
+def test_endpoint_on_8355_with_tp2_and_world_size_2(host, node):
+    if node != "spark-a":
+        assert host.run("ss -Hltn 'sport = :8355'").stdout.strip() == ""
+        return
+    status, body = vh.http_get(host, "http://127.0.0.1:8355/v1/models")
+    assert status == 200 and yaml.safe_load(body)["data"][0]["id"] == "nvidia/Qwen3-235B-A22B-FP4"
+    args = vh.in_container(host, node, "cat /proc/$(cat /run/dgx-spark-serve.pid)/cmdline | tr '\\0' ' '").stdout
+    assert args.startswith("mpirun ") and "trtllm-llmapi-launch trtllm-serve" in args and "--tp_size 2" in args
+    log = vh.in_container(host, node, "cat /var/log/trtllm-serve.log").stdout
+    assert "world size 2" in log.lower() or "world_size=2" in log.lower(), log[-2000:]
+
+
+def test_token_never_exposed(host, node):
+    c = vh.inspect(host, node)
+    assert vh.TOKEN and vh.TOKEN not in str(c)
+    assert vh.TOKEN not in vh.in_container(host, node, "cat /var/log/trtllm-serve.log 2>/dev/null").stdout
+    assert vh.TOKEN not in vh.in_container(host, node, "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '").stdout
+
+
+def test_unplugged_cable_fails_early_and_changes_nothing(host, node):
+    """Last: take spark-b's Up links down, run the playbook, and expect a failure before any change."""
+    if node != "spark-b":
+        pytest.skip("the cable is pulled on the worker")
+    project = os.environ["MOLECULE_PROJECT_DIRECTORY"]
+    before = _fingerprint(host)
+    for iface in QSFP:
+        host.run("sudo ip link set %s down", iface)
+    try:
+        run = subprocess.run(
+            ["ansible-playbook", "-i", os.path.join(project, "inventories", "lab"),
+             os.path.join(project, "playbooks", "two_spark_eagle3.yml")],
+            cwd=project, capture_output=True, text=True, timeout=600, check=False)
+        output = run.stdout + run.stderr
+        assert run.returncode != 0
+        assert "Pre-flight" in output.split("fatal:")[0].rsplit("PLAY [", 1)[-1], output[-3000:]
+        assert "unplugged" in output.lower() or "no up qsfp" in output.lower(), output[-3000:]
+        assert "changed=0" in output and "changed=1" not in output
+        assert _fingerprint(host) == before
+    finally:
+        for iface in QSFP:
+            host.run("sudo ip link set %s up", iface)
+
+
+def _fingerprint(host):
+    with host.sudo():
+        netplan = host.file("/etc/netplan/40-cx7.yaml").md5sum
+    container = vh.inspect(host, "spark-b")
+    return netplan, container["Id"], container["State"]["StartedAt"]
