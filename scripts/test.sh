@@ -3,9 +3,9 @@
 # run shows everything that is broken; the exit status is non-zero when any stage failed.
 # Run a subset with STAGES="unit lint" scripts/test.sh.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
-STAGES=${STAGES:-"unit lint sanity lab molecule-single molecule-two"}
+STAGES=${STAGES:-"unit lint sanity lab netplan molecule-single molecule-two"}
 mkdir -p build/test-logs
 passed=0
 failed=0
@@ -17,6 +17,7 @@ stage_cmd() {
     lint) yamllint -s . && ansible-lint ;;
     sanity) tests/sanity/run-sanity.sh ;;
     lab) python -m pytest tests/lab -q -p no:cacheprovider ;;
+    netplan) tests/netplan_qsfp/run.sh ;;
     molecule-single) molecule test -s single_spark ;;
     molecule-two) molecule test -s two_spark ;;
     *) echo "unknown stage $1" >&2; return 2 ;;

@@ -38,7 +38,7 @@ def http_get(host, url):
               "except urllib.error.HTTPError as e:\n"
               "    print(e.code); print(e.read().decode())\n")
     out = host.check_output("python3 -c %s %s", script, url)
-    status, _, body = out.partition("\n")
+    status, _newline, body = out.partition("\n")
     return int(status), body
 
 

@@ -13,7 +13,8 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
-IMAGE="${NQ_IMAGE:-local/netplan-qsfp-test:latest}"
+# The lab's simulated Spark image (make test builds it first); any image with python3 + netplan.io works.
+IMAGE="${NQ_IMAGE:-local/spark-sim:latest}"
 A=nq-spark-a
 B=nq-spark-b
 LABSIM="$REPO/molecule/resources/lab/images/spark-sim/files/usr/local"
@@ -42,6 +43,9 @@ link() {  # link IF_A IF_B UP|DOWN: veth between node a's IF_A and node b's IF_B
 case "${1:-}" in
   image)
     docker image inspect "$IMAGE" >/dev/null 2>&1 && exit 0
+    if [[ $IMAGE == local/spark-sim:latest ]]; then
+      exec "$REPO/molecule/resources/lab/lab" build
+    fi
     root=$(mktemp -d /tmp/nq-rootfs.XXXXXX)
     trap 'rm -rf --one-file-system "$root"' EXIT
     mirror=${NQ_MIRROR:-$(grep -hsE '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}' | grep -E '/debian/?$' | head -n1)}

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of the netplan_qsfp role on two throwaway containers (see lab.sh).
 # Run from anywhere as root: tests/netplan_qsfp/run.sh [--keep]. Logs: $NQ_LOGDIR (/tmp/netplan_qsfp-test).
+# The checks are eval strings that expand later, on purpose: single quotes keep them literal.
+# shellcheck disable=SC2016
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
@@ -8,7 +10,7 @@ LOGDIR="${NQ_LOGDIR:-/tmp/netplan_qsfp-test}"
 KEEP=0; [[ ${1:-} == --keep ]] && KEEP=1
 A=nq-spark-a; B=nq-spark-b
 mkdir -p "$LOGDIR"
-cd "$REPO"
+cd "$REPO" || exit 1
 export ANSIBLE_CONFIG="$REPO/ansible.cfg" ANSIBLE_COLLECTIONS_PATH="$REPO/.collections" ANSIBLE_FORCE_COLOR=0
 PASS=0; FAIL=0; N=0
 
@@ -57,7 +59,7 @@ echo "== 3. state on the nodes"
 check "40-cx7.yaml is 600 root:root" test "$(docker exec $A stat -c '%a %U:%G' /etc/netplan/40-cx7.yaml)" = "600 root:root"
 docker exec $A cat /etc/netplan/40-cx7.yaml | sed 's/^/      | /'
 GEN=$(docker exec $A sh -c 'ls /run/systemd/network/')
-echo "      /run/systemd/network on a: $(echo $GEN)"
+echo "      /run/systemd/network on a: ${GEN//$'\n'/ }"
 check "generated networkd files exist" test -n "$(echo "$GEN" | grep -E '^10-netplan-enp1s0f1np1.network$')" -a -n "$(echo "$GEN" | grep -E '^10-netplan-enP2p1s0f1np1.network$')"
 check "addresses on a" test "$(addrs $A)" = "enp1s0f1np1 192.168.200.12/24 enP2p1s0f1np1 192.168.200.14/24"
 check "addresses on b" test "$(addrs $B)" = "enp1s0f1np1 192.168.200.13/24 enP2p1s0f1np1 192.168.200.15/24"

@@ -85,7 +85,7 @@ def test_server_flags(host):
 
 
 def test_endpoint_answers(host):
-    status, _ = vh.http_get(host, "http://127.0.0.1:8000/health")
+    status = vh.http_get(host, "http://127.0.0.1:8000/health")[0]
     assert status == 200
     status, body = vh.http_get(host, "http://127.0.0.1:8000/v1/models")
     assert status == 200
