@@ -391,30 +391,26 @@ _SPEC_13 = dict(
     max_concurrency_excludes_schedule=True,
 )
 
+_OBJECTS_12 = {
+    "cuda_graph_config": _CUDA_GRAPH,
+    "kv_cache_config": _KV_CACHE,
+    "moe_config": _MOE_12,
+    "scheduler_config": _SCHEDULER,
+    "attention_dp_config": _ATTENTION_DP,
+}
+
 RELEASES = {
     "1.2.0rc1": {
         "top": _TOP_12,
         # 1.2.0rc1 requires batch_sizes to equal the list it generates from max_batch_size.
         "cuda_graph_rule": "generated",
-        "objects": {
-            "cuda_graph_config": _CUDA_GRAPH,
-            "kv_cache_config": _KV_CACHE,
-            "moe_config": _MOE_12,
-            "scheduler_config": _SCHEDULER,
-            "attention_dp_config": _ATTENTION_DP,
-        },
+        "objects": _OBJECTS_12,
         "speculative": _SPEC_12RC1,
     },
     "1.2.0rc6": {
         "top": _TOP_12,
         "cuda_graph_rule": "max",
-        "objects": {
-            "cuda_graph_config": _CUDA_GRAPH,
-            "kv_cache_config": _KV_CACHE,
-            "moe_config": _MOE_12,
-            "scheduler_config": _SCHEDULER,
-            "attention_dp_config": _ATTENTION_DP,
-        },
+        "objects": _OBJECTS_12,
         "speculative": _SPEC_12RC6,
     },
     "1.3.0rc12": {
