@@ -172,7 +172,7 @@ def test_user_group_and_home(lab):
         assert int(group[2]) == sock_gid
         assert "docker" not in dexec(node, "id", "-nG", "spark").stdout.split()
         home = dexec(node, "sh", "-c", "echo $HOME", user="spark").stdout.strip()
-        assert home == os.path.join(lab["root"], node[len(PREFIX):], "home", "spark")
+        assert home == os.path.join(lab["root"], node, "home", "spark")  # per instance: the prefixed name
         assert os.path.isdir(home), "the home must be a host path too"
         assert dexec(node, "id", "-u", user="spark").stdout.strip() == "1000"
         assert dexec(node, "sudo", "-n", "id", "-u", user="spark").stdout.strip() == "0"
