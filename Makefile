@@ -12,13 +12,18 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: demo test venv docker unit lab-test lint sanity molecule lab-up lab-down clean
+.PHONY: demo test bench venv docker unit lab-test lint sanity molecule lab-up lab-down clean
 
 demo: venv docker
 	scripts/demo.sh
 
 test: venv docker
 	scripts/test.sh
+
+# A benchmark (not a timed test): first converge and no-op re-run of the two-Spark playbook on a
+# fresh lab instance; the figures go to build/bench.json.
+bench: venv docker
+	scripts/bench.sh
 
 venv:
 	@scripts/bootstrap.sh

@@ -884,3 +884,55 @@ def render(options, version=DEFAULT_VERSION):
     """Render validated options as YAML text (stable: same options, same bytes)."""
     body = "\n".join(_block(options or {}, 0))
     return (_HEADER % version) + (body + "\n" if body else "{}\n")
+
+
+# ---------------------------------------------------------------------------
+# The options file and the command line, as one release expects them
+# ---------------------------------------------------------------------------
+
+def build_options(version, method=None, draft_model=None, max_draft_len=None, options=None):
+    """The options file's mapping: the ``speculative_config`` generated from ``method`` under ``options``."""
+    generated = {}
+    if method:
+        config = speculative_config(method, version, draft_model=draft_model, max_draft_len=max_draft_len)
+        if config is not None:
+            generated["speculative_config"] = config
+    elif draft_model is not None or max_draft_len is not None:
+        raise OptionsError(["method: draft_model and max_draft_len need method (one of %s)" % ", ".join(METHODS)],
+                           version)
+    return merge(generated, options or {})
+
+
+def options_file(version, method=None, draft_model=None, max_draft_len=None, options=None):
+    """Validate and render the options file: (content, ValidationResult). Raises OptionsError."""
+    validated = validate(build_options(version, method, draft_model, max_draft_len, options), version)
+    return render(validated.options, version), validated
+
+
+# trtllm-serve flags that take a value, in the order the DGX Spark playbooks write them.
+SERVE_FLAGS = ("ep_size", "max_batch_size", "max_num_tokens", "kv_cache_free_gpu_memory_fraction")
+
+
+def serve_argv(model, options_path, tp_size, host, port, flags=None, trust_remote_code=False, extra_args=()):
+    """``trtllm-serve MODEL --backend pytorch --tp_size N ... --host H --port P`` (flags set to None are left out)."""
+    argv = ["trtllm-serve", model, "--backend", "pytorch", "--tp_size", str(tp_size)]
+    for flag in SERVE_FLAGS:
+        value = (flags or {}).get(flag)
+        if value is not None:
+            argv += ["--" + flag, str(value)]
+    if trust_remote_code:
+        argv.append("--trust_remote_code")
+    argv += ["--extra_llm_api_options", options_path, "--host", str(host), "--port", str(port)]
+    return argv + [str(a) for a in extra_args]
+
+
+def mpirun_argv(exports, command):
+    """The seeds' multi-node launch: ``mpirun -x VAR... trtllm-llmapi-launch COMMAND``.
+
+    One rank per node comes from the hostfile and OMPI_MCA_rmaps_ppr_n_pernode=1 in the container's
+    environment; rank 0 runs the server, the others serve as its workers.
+    """
+    argv = ["mpirun"]
+    for name in exports:
+        argv += ["-x", name]
+    return argv + ["trtllm-llmapi-launch"] + list(command)

@@ -191,25 +191,8 @@ from ansible_collections.dgx_spark.specdec.plugins.module_utils._trtllm_options 
     METHODS,
     SUPPORTED_VERSIONS,
     OptionsError,
-    merge,
-    render,
-    speculative_config,
-    validate,
+    options_file,
 )
-
-
-def build_options(params):
-    """Merge the generated speculative_config (from ``method``) under the user's options."""
-    generated = {}
-    if params["method"]:
-        config = speculative_config(params["method"], params["trtllm_version"],
-                                    draft_model=params["draft_model"], max_draft_len=params["max_draft_len"])
-        if config is not None:
-            generated["speculative_config"] = config
-    elif params["draft_model"] is not None or params["max_draft_len"] is not None:
-        raise OptionsError(["method: draft_model and max_draft_len need method (one of %s)" % ", ".join(METHODS)],
-                           params["trtllm_version"])
-    return merge(generated, params["options"])
 
 
 def read_current(path):
@@ -251,7 +234,8 @@ def main():
     result = dict(changed=False, dest=dest, trtllm_version=version)
 
     try:
-        validated = validate(build_options(module.params), version)
+        p = module.params
+        content, validated = options_file(version, p["method"], p["draft_model"], p["max_draft_len"], p["options"])
     except OptionsError as exc:
         module.fail_json(msg=to_native(exc), errors=exc.errors, **result)
     for warning in validated.warnings:
@@ -264,7 +248,6 @@ def main():
     if not os.path.isdir(parent) and not module.check_mode:
         module.fail_json(msg="the directory %s of dest does not exist; create it first" % parent, **result)
 
-    content = render(validated.options, version)
     current = read_current(dest)
     result.update(options=validated.options, content=content)
     if current != content:

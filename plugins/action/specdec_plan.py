@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, DGX Spark speculative-decoding collection maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Action plugin of dgx_spark.specdec.specdec_plan: runs on the controller, reads the inventory and the
+``spark`` facts of the cluster's nodes, and sets this host's part of the cluster's plan as a fact."""
+
+from __future__ import annotations
+
+from ansible.module_utils.common.text.converters import to_native
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _specdec_plan as plan
+
+# The variables the plan reads (the public variables of the collection's roles).
+PREFIXES = ("specdec_serve_", "specdec_cluster", "trtllm_container_", "netplan_qsfp_", "openmpi_hostfile_")
+SECRETS = ("trtllm_container_hf_token",)
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(("profile", "group"))
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        args = self._task.args
+        unknown = set(args) - self._VALID_ARGS
+        if unknown:
+            return dict(result, failed=True, msg="unsupported parameters: %s" % ", ".join(sorted(unknown)))
+        profile = args.get("profile")
+        if not isinstance(profile, dict):
+            return dict(result, failed=True, msg="profile: %s is not a mapping (the playbook's specdec_profile)"
+                        % type(profile).__name__)
+        group = args.get("group") or "sparks"
+        host = task_vars["inventory_hostname"]
+        hostvars = task_vars["hostvars"]
+        groups = task_vars.get("groups", {})
+        candidates = list(groups.get(group) or task_vars.get("ansible_play_hosts_all") or [host])
+
+        def read(name):
+            vars_ = hostvars[name]
+            out = {}
+            for key in vars_:
+                if key.startswith(PREFIXES) and key not in SECRETS:
+                    out[key] = vars_[key]
+            out["ansible_host"] = vars_.get("ansible_host")
+            return out
+
+        mine = read(host)
+        mode = mine.get("trtllm_container_mode") or profile.get("container_mode") or "single"
+        try:
+            cluster_vars = {h: read(h) for h in candidates}
+            cluster_vars[host] = mine
+            cluster, nodes = plan.cluster_members(host, candidates, cluster_vars, groups, single=mode != "multinode")
+            active = set(task_vars.get("ansible_play_hosts") or [])
+            absent = [n for n in nodes if n not in active]
+            if absent:
+                raise plan.PlanError(cluster, [
+                    "%s of cluster %s %s not in this run (left out by --limit, unreachable, or failed earlier); a "
+                    "cluster is configured with all its nodes or not at all (nodes: %s)"
+                    % (", ".join(absent), cluster, "is" if len(absent) == 1 else "are", ", ".join(nodes))])
+            facts = {n: (hostvars[n].get("ansible_facts") or {}).get("spark") for n in nodes}
+            has_token = {n: bool(hostvars[n].get("trtllm_container_hf_token")) for n in nodes}
+            plans, warnings = plan.plan_cluster(cluster, nodes, profile, {n: cluster_vars[n] for n in nodes},
+                                                facts, has_token)
+        except plan.PlanError as exc:
+            return dict(result, failed=True, changed=False, msg=to_native(exc), cluster=exc.cluster,
+                        errors=exc.errors)
+        # Every node of the cluster computes the same plan; only the head reports its warnings.
+        if host == nodes[0]:
+            for warning in warnings:
+                self._display.warning(warning)
+        result.update(changed=False, cluster=cluster, nodes=nodes,
+                      ansible_facts={"specdec_plan": plans[host]})
+        return result

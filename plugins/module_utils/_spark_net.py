@@ -1,0 +1,574 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, DGX Spark speculative-decoding collection maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The QSFP (ConnectX-7) link between DGX Sparks: discovery, the address plan and its netplan document.
+
+Pure functions, standard library only (``ipaddress``, ``re``): they run on the controller and inside
+modules on the nodes.
+
+* ``parse_ibdev2netdev``, ``rdma_devices`` and ``parse_operstate`` read which QSFP netdevs are Up.
+* ``plan_links`` checks that the nodes see the same cabled port, chooses each node's addresses
+  (``netplan_qsfp_addresses`` or a preset), validates them on each node and across the nodes,
+  protects the management path and renders ``/etc/netplan/40-cx7.yaml``. It returns
+  ``(per_node, errors)``; each error names the field, the host, the bad value and what is accepted.
+* ``cidr_errors`` checks one ``A.B.C.D/N`` value; ``render_netplan`` writes the document.
+"""
+
+import ipaddress
+import re
+
+# The four netdevs of the two QSFP ports of a DGX Spark, in canonical order: port 0 (enp1s0f0np0 and
+# its second PCIe function enP2p1s0f0np0), then port 1.
+QSFP_INTERFACES = ("enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1")
+
+# One list per node (index = rank, head first). Within a node the first address goes on the first
+# Up QSFP netdev (canonical order), the second on the second one.
+PRESETS = {
+    # NVIDIA's DGX Spark speculative-decoding playbook: one /24 on both netdevs of the cabled port.
+    "seed": [["192.168.200.12/24", "192.168.200.14/24"], ["192.168.200.13/24", "192.168.200.15/24"]],
+    # NVIDIA's connect-two-sparks playbook: one /24 per netdev.
+    "two_subnets": [["192.168.100.10/24", "192.168.101.10/24"], ["192.168.100.11/24", "192.168.101.11/24"]],
+}
+
+PLANS = ("addresses", "link_local")
+MTU_MIN = 576
+MTU_MAX = 9216
+TABLE_MAX = 4294967295
+# Kernel routing tables with a fixed meaning: 253 default, 254 main, 255 local.
+RESERVED_TABLES = (253, 254, 255)
+LINK_LOCAL = ipaddress.IPv4Network("169.254.0.0/16")
+OVERRIDE = "(set netplan_qsfp_allow_disruptive: true to override)"
+
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_IPV4 = re.compile(r"^%s(?:\.%s){3}\Z" % (_OCTET, _OCTET))
+_CIDR = re.compile(r"^%s(?:\.%s){3}/(?:[1-9]|[12][0-9]|3[0-2])\Z" % (_OCTET, _OCTET))
+# "rocep1s0f1 port 1 ==> enp1s0f1np1 (Up)"
+_IBDEV_LINE = re.compile(r"^\s*(?P<ibdev>\S+)\s+port\s+\d+\s+==>\s+(?P<netdev>\S+)\s+\((?P<state>[^)]*)\)")
+_PORT = re.compile(r"np([0-9]+)$")
+_PLAIN_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+_YAML_WORDS = ("y", "n", "yes", "no", "true", "false", "on", "off", "null")
+
+CIDR_ACCEPTED = "A.B.C.D/N: a dotted quad without leading zeros and a prefix length N = 1..32"
+
+
+# ---------------------------------------------------------------------------
+# Discovery
+# ---------------------------------------------------------------------------
+
+def _ibdev_lines(text):
+    """ibdev2netdev output -> {netdev: (rdma device, is_up)}; a netdev listed twice is Up if any line says so."""
+    found = {}
+    for line in (text or "").splitlines():
+        match = _IBDEV_LINE.match(line)
+        if not match:
+            continue
+        netdev = match.group("netdev")
+        is_up = match.group("state").strip().lower() == "up"
+        if netdev not in found or (is_up and not found[netdev][1]):
+            found[netdev] = (match.group("ibdev"), is_up)
+    return found
+
+
+def parse_ibdev2netdev(text, interfaces=QSFP_INTERFACES):
+    """The Up netdevs of ``ibdev2netdev`` output that are in ``interfaces``, in the order of ``interfaces``."""
+    found = _ibdev_lines(text)
+    return [name for name in interfaces if name in found and found[name][1]]
+
+
+def rdma_devices(text, netdevs):
+    """The RoCE devices (left of "port") of ``netdevs`` in their order; netdevs that are not listed are skipped."""
+    found = _ibdev_lines(text)
+    return [found[name][0] for name in netdevs if name in found]
+
+
+def parse_operstate(states, interfaces=QSFP_INTERFACES):
+    """{netdev: content of its operstate file, or None} -> the Up ones among ``interfaces``, in their order."""
+    states = states or {}
+    return [name for name in interfaces
+            if isinstance(states.get(name), str) and states[name].strip().lower() == "up"]
+
+
+# ---------------------------------------------------------------------------
+# Values
+# ---------------------------------------------------------------------------
+
+def _show(value):
+    """A value as it appears in a message: strings quoted, other types named."""
+    if isinstance(value, str):
+        return "'%s'" % value
+    if _is_int(value):
+        return str(value)
+    return "%r (%s)" % (value, type(value).__name__)
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _interface(cidr):
+    """A strict ``A.B.C.D/N`` string -> IPv4Interface, else None."""
+    if not isinstance(cidr, str) or not _CIDR.match(cidr):
+        return None
+    return ipaddress.IPv4Interface(cidr)
+
+
+def _loose_interface(cidr):
+    """A CIDR read from the node (``current``) -> IPv4Interface, else None (never raises)."""
+    if not isinstance(cidr, str):
+        return None
+    try:
+        return ipaddress.IPv4Interface(cidr.strip())
+    except ValueError:
+        return None
+
+
+def _address(value):
+    """A strict dotted-quad string -> IPv4Address, else None."""
+    if not isinstance(value, str) or not _IPV4.match(value):
+        return None
+    return ipaddress.IPv4Address(value)
+
+
+def cidr_errors(field, value):
+    """[] when ``value`` is a usable host address ``A.B.C.D/N``, else [one message naming ``field``]."""
+    iface = _interface(value)
+    if iface is None:
+        return ["%s: %s is not an IPv4 address with a prefix length (accepted: %s)"
+                % (field, _show(value), CIDR_ACCEPTED)]
+    address = iface.ip
+    if address.is_loopback or address.is_multicast or address.is_reserved or address.is_unspecified \
+            or address in ipaddress.IPv4Network("0.0.0.0/8"):
+        return ["%s: %s is not a unicast host address (accepted: %s, not in 0.0.0.0/8, 127.0.0.0/8, "
+                "224.0.0.0/4 or 240.0.0.0/4)" % (field, _show(value), CIDR_ACCEPTED)]
+    network = iface.network
+    if network.prefixlen <= 30:
+        if address == network.network_address:
+            return ["%s: %s is the network address of %s (accepted: a host address of the subnet, neither "
+                    "the network nor the broadcast address)" % (field, _show(value), network)]
+        if address == network.broadcast_address:
+            return ["%s: %s is the broadcast address of %s (accepted: a host address of the subnet, neither "
+                    "the network nor the broadcast address)" % (field, _show(value), network)]
+    return []
+
+
+def _port(netdev):
+    match = _PORT.search(netdev)
+    return match.group(1) if match else "?"
+
+
+def _up_summary(node, with_port):
+    up = node["up"]
+    if with_port:
+        ports = []
+        for name in up:
+            if _port(name) not in ports:
+                ports.append(_port(name))
+        detail = "port %s, from %s" % ("+".join(ports) or "none", node["up_source"])
+    else:
+        detail = "from %s" % node["up_source"]
+    return "%s: %s (%s)" % (node["name"], ", ".join(up) or "none", detail)
+
+
+# ---------------------------------------------------------------------------
+# The netplan document
+# ---------------------------------------------------------------------------
+
+def _key(name):
+    if _PLAIN_KEY.match(name) and name.lower() not in _YAML_WORDS:
+        return name
+    return '"%s"' % name.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def render_netplan(name, plan, source, entries, up, mtu):
+    """The text of /etc/netplan/40-cx7.yaml for one node (only the QSFP netdevs are named)."""
+    if plan == "link_local":
+        title = "plan link_local"
+    else:
+        title = "plan %s (%s)" % (plan, source)
+    lines = [
+        "# Managed by dgx_spark.specdec (netplan_qsfp): QSFP links of %s, %s." % (name, title),
+        "# Only the QSFP netdevs are named here; the management NIC lives in other netplan files.",
+        "network:",
+        "  version: 2",
+    ]
+    body = []
+    if plan == "link_local":
+        for iface in up:
+            body.append("    %s:" % _key(iface))
+            body.append("      dhcp4: false")
+            if mtu is not None:
+                body.append("      mtu: %d" % mtu)
+            body.append("      link-local: [ipv4]")
+    else:
+        for entry in entries:
+            body.append("    %s:" % _key(entry["iface"]))
+            body.append("      dhcp4: false")
+            if mtu is not None:
+                body.append("      mtu: %d" % mtu)
+            body.append("      addresses:")
+            body.append("        - %s" % entry["cidr"])
+            if entry.get("table") is not None:
+                body += [
+                    "      # %s is shared with another QSFP netdev of this node: answer from this port." % entry["network"],
+                    "      routes:",
+                    "        - to: %s" % entry["network"],
+                    "          scope: link",
+                    "          from: %s" % entry["address"],
+                    "          table: %d" % entry["table"],
+                    "      routing-policy:",
+                    "        - from: %s" % entry["address"],
+                    "          table: %d" % entry["table"],
+                ]
+    if body:
+        lines.append("  ethernets:")
+        lines += body
+    else:
+        lines.append("  ethernets: {}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# The plan
+# ---------------------------------------------------------------------------
+
+def _settings_errors(names, plan, preset, preset_used, interfaces, mtu, table_base):
+    """Rule 1: the settings shared by all nodes. Returns (errors, fatal)."""
+    where = " on %s" % ", ".join(names) if names else ""
+    errors = []
+    fatal = False
+    if not isinstance(plan, str) or plan not in PLANS:
+        errors.append("netplan_qsfp_plan%s: %s is not a plan (accepted: %s)" % (where, _show(plan), ", ".join(PLANS)))
+        fatal = True
+    elif plan == "addresses" and preset_used and (not isinstance(preset, str) or preset not in PRESETS):
+        errors.append("netplan_qsfp_preset%s: %s is not a preset (accepted: %s)"
+                      % (where, _show(preset), ", ".join(sorted(PRESETS))))
+    if not interfaces or not all(isinstance(i, str) and i for i in interfaces) \
+            or len(set(interfaces)) != len(interfaces):
+        errors.append("netplan_qsfp_interfaces%s: %s is not a list of netdev names (accepted: a non-empty list of "
+                      "distinct names, default %s)" % (where, _show(list(interfaces)), ", ".join(QSFP_INTERFACES)))
+        fatal = True
+    if mtu is not None and not (_is_int(mtu) and MTU_MIN <= mtu <= MTU_MAX):
+        errors.append("netplan_qsfp_mtu%s: %s is not an MTU (accepted: null to leave the MTU alone, or an integer "
+                      "%d..%d; 9000 for NCCL over RoCE)" % (where, _show(mtu), MTU_MIN, MTU_MAX))
+    count = len(interfaces) if interfaces else 1
+    top = TABLE_MAX - count
+    if not _is_int(table_base) or not 1 <= table_base <= top:
+        errors.append("netplan_qsfp_routing_table_base%s: %s is not a routing table number (accepted: an integer "
+                      "1..%d, whose %d tables avoid %s)" % (where, _show(table_base), top, count,
+                                                            ", ".join(str(t) for t in RESERVED_TABLES)))
+    else:
+        hit = [t for t in RESERVED_TABLES if table_base <= t < table_base + count]
+        if hit:
+            errors.append("netplan_qsfp_routing_table_base%s: %s uses tables %d..%d, which include the reserved "
+                          "table(s) %s (accepted: an integer 1..%d whose %d tables avoid 253 default, 254 main and "
+                          "255 local, e.g. 101)" % (where, _show(table_base), table_base, table_base + count - 1,
+                                                    ", ".join(str(t) for t in hit), top, count))
+    return errors, fatal
+
+
+def _normalize(node, interfaces):
+    up = node.get("up") or []
+    addresses = node.get("addresses")
+    return {
+        "name": node.get("name"),
+        "up": [name for name in interfaces if name in up],
+        "up_source": node.get("up_source") or "ibdev2netdev",
+        "addresses": addresses if addresses else {},
+        "current": node.get("current") or {},
+        "management_address": node.get("management_address") or "",
+        "default_interface": node.get("default_interface") or "",
+    }
+
+
+def _node_entries(node, index, plan, preset, interfaces, errors):
+    """Rule 4 for one node: (source, entries without tables)."""
+    name = node["name"]
+    if plan == "link_local":
+        return "netplan_qsfp_plan=link_local", []
+    wanted = node["addresses"]
+    if not isinstance(wanted, dict):
+        errors.append("netplan_qsfp_addresses on %s: %s is not a mapping (accepted: a mapping of QSFP netdev to %s)"
+                      % (name, _show(wanted), CIDR_ACCEPTED))
+        return "netplan_qsfp_addresses", []
+    if wanted:
+        source = "netplan_qsfp_addresses"
+    else:
+        source = "netplan_qsfp_preset=%s" % preset
+        if not isinstance(preset, str) or preset not in PRESETS:
+            return source, None  # reported once by rule 1
+        plans = PRESETS[preset]
+        if index >= len(plans):
+            errors.append("netplan_qsfp_preset on %s: %s covers %d nodes and %s is node %d of the link (head first) "
+                          "(accepted: a preset that covers every node, or netplan_qsfp_addresses set for %s)"
+                          % (name, _show(preset), len(plans), name, index + 1, name))
+            return source, []
+        wanted = dict(zip(node["up"], plans[index]))
+    field = "%s on %s" % (source, name)
+    for key in wanted:
+        if not isinstance(key, str) or key not in interfaces:
+            errors.append("%s: %s is not a QSFP netdev (accepted: %s); no other interface is ever configured"
+                          % (field, _show(key), ", ".join(interfaces)))
+        elif key not in node["up"]:
+            errors.append("%s: %s is not Up (Up: %s, from %s)"
+                          % (field, _show(key), ", ".join(node["up"]) or "none", node["up_source"]))
+    entries = []
+    for iface in interfaces:
+        if iface not in wanted:
+            continue
+        value = wanted[iface]
+        problems = cidr_errors("%s (%s)" % (field, iface), value)
+        if problems:
+            errors.extend(problems)
+            continue
+        parsed = ipaddress.IPv4Interface(value)
+        entries.append({"iface": iface, "cidr": value, "address": str(parsed.ip), "prefix": parsed.network.prefixlen,
+                        "network": str(parsed.network), "table": None})
+    seen = []
+    for entry in entries:
+        if entry["address"] in seen:
+            continue
+        seen.append(entry["address"])
+        users = [e["iface"] for e in entries if e["address"] == entry["address"]]
+        if len(users) > 1:
+            errors.append("%s: %s is planned on more than one netdev (%s) (accepted: each address once)"
+                          % (field, entry["address"], ", ".join(users)))
+    return source, entries
+
+
+def _cross_errors(nodes, sources, entries_of, interfaces):
+    """Rule 5: unique addresses, an address on every end of each link, one subnet per link."""
+    errors = []
+    all_entries = []
+    for node in nodes:
+        for entry in entries_of[node["name"]]:
+            all_entries.append((node["name"], entry))
+    done = []
+    for host, entry in all_entries:
+        address = entry["address"]
+        if address in done:
+            continue
+        done.append(address)
+        users = [(h, e) for h, e in all_entries if e["address"] == address]
+        if len(users) > 1:
+            fields = []
+            for h, _e in users:
+                label = "%s on %s" % (sources[h], h)
+                if label not in fields:
+                    fields.append(label)
+            errors.append("%s: %s is planned more than once (%s) (accepted: every QSFP address once in the cluster)"
+                          % (", ".join(fields), address, ", ".join("%s %s" % (h, e["iface"]) for h, e in users)))
+    for iface in interfaces:
+        ends = [(h, e) for h, e in all_entries if e["iface"] == iface]
+        if not ends:
+            continue
+        hosts = [h for h, _e in ends]
+        for node in nodes:
+            if node["name"] not in hosts:
+                errors.append("%s on %s: no address for %s, but %s has %s on its end of that link (accepted: "
+                              "an address in %s on every node)"
+                              % (sources[node["name"]], node["name"], iface, ends[0][0], ends[0][1]["cidr"],
+                                 ends[0][1]["network"]))
+        networks = []
+        for _h, e in ends:
+            if e["network"] not in networks:
+                networks.append(e["network"])
+        if len(networks) > 1:
+            fields = []
+            for h in hosts:
+                label = "%s on %s" % (sources[h], h)
+                if label not in fields:
+                    fields.append(label)
+            errors.append("%s: the ends of link %s are in different subnets (%s) (accepted: both ends in one subnet)"
+                          % (", ".join(fields), iface, ", ".join("%s %s" % (h, e["cidr"]) for h, e in ends)))
+    return errors
+
+
+def _management_errors(node, plan, source, entries):
+    """Rule 6 for one node: what the plan could do to the path from the controller."""
+    name = node["name"]
+    field = "%s on %s" % (source, name)
+    current = node["current"] if isinstance(node["current"], dict) else {}
+    default = node["default_interface"]
+    management = _address(node["management_address"]) if isinstance(node["management_address"], str) else None
+    planned = list(node["up"]) if plan == "link_local" else [e["iface"] for e in entries]
+    errors = []
+
+    holders = []
+    for iface in sorted(current, key=str) if management is not None else []:
+        for cidr in _cidrs(current, iface):
+            parsed = _loose_interface(cidr)
+            if parsed is not None and parsed.ip == management and iface not in holders:
+                holders.append(iface)
+    sensitive = []
+    if default:
+        sensitive.append(default)
+    for iface in holders:
+        if iface not in sensitive:
+            sensitive.append(iface)
+
+    for iface in planned:
+        what = []
+        if iface in holders:
+            what.append("the management address %s" % management)
+        if iface == default:
+            what.append("the default IPv4 route")
+        if what:
+            errors.append("%s: %s carries %s; configuring it could cut the node off from the controller %s"
+                          % (field, iface, " and ".join(what), OVERRIDE))
+
+    if plan == "link_local":
+        if management is not None and management in LINK_LOCAL:
+            errors.append("%s: the management address %s is link-local, like the planned QSFP addresses %s"
+                          % (field, management, OVERRIDE))
+        return errors
+
+    if management is not None:
+        reported = []
+        for entry in entries:
+            network = ipaddress.IPv4Network(entry["network"])
+            if management in network and entry["network"] not in reported:
+                reported.append(entry["network"])
+                errors.append("%s: the management address %s lies in the planned subnet %s (%s on %s) %s"
+                              % (field, management, network, entry["cidr"], entry["iface"], OVERRIDE))
+    for entry in entries:
+        planned_net = ipaddress.IPv4Network(entry["network"])
+        for iface in sensitive:
+            if iface in planned:
+                continue  # already refused above
+            for cidr in _cidrs(current, iface):
+                parsed = _loose_interface(cidr)
+                if parsed is None or not planned_net.overlaps(parsed.network):
+                    continue
+                roles = []
+                if iface in holders:
+                    roles.append("the management address %s" % management)
+                if iface == default:
+                    roles.append("the default IPv4 route")
+                role = "the interface of %s" % " and ".join(roles)
+                errors.append("%s: planned %s on %s overlaps %s (%s) on %s, %s %s"
+                              % (field, entry["cidr"], entry["iface"], cidr, parsed.network, iface, role, OVERRIDE))
+    return errors
+
+
+def _assign_tables(entries, source_routing, table_base):
+    """Rule 7: a table per entry whose subnet is shared with another entry of the node."""
+    for position, entry in enumerate(entries):
+        shared = sum(1 for e in entries if e["network"] == entry["network"]) > 1
+        entry["table"] = table_base + position if (source_routing and shared and _is_int(table_base)) else None
+
+
+def _cidrs(current, iface):
+    """The CIDR strings ``current`` lists for ``iface`` (nothing when the value is not a list)."""
+    value = current.get(iface) if isinstance(current, dict) else None
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _missing(entries, current):
+    current = current if isinstance(current, dict) else {}
+    out = []
+    for entry in entries:
+        want = ipaddress.IPv4Interface(entry["cidr"])
+        have = [_loose_interface(c) for c in _cidrs(current, entry["iface"])]
+        if want not in have:
+            out.append("%s on %s" % (entry["cidr"], entry["iface"]))
+    return out
+
+
+def _link_local_addresses(node):
+    current = node["current"] if isinstance(node["current"], dict) else {}
+    out = []
+    for iface in node["up"]:
+        for cidr in _cidrs(current, iface):
+            parsed = _loose_interface(cidr)
+            if parsed is not None and parsed.ip in LINK_LOCAL:
+                out.append(str(parsed.ip))
+    return out
+
+
+def plan_links(nodes, plan="addresses", preset="seed", interfaces=QSFP_INTERFACES, mtu=None,
+               source_routing=True, table_base=101, allow_disruptive=False):
+    """Plan the QSFP links of ``nodes`` (rank order, head first). Returns ``(per_node, errors)``.
+
+    Each node is ``{"name", "up", "up_source", "addresses", "current", "management_address",
+    "default_interface"}``. ``per_node[name]`` has ``up``, ``source``, ``entries``, ``addresses``,
+    ``content`` and ``missing``; it may be partial (or empty) when ``errors`` is not empty.
+    """
+    interfaces = tuple(interfaces or ())
+    raw = list(nodes or [])
+    errors = []
+
+    # Rule 1: the nodes and the settings shared by all of them.
+    names = [n.get("name") if isinstance(n, dict) else n for n in raw]
+    valid_names = all(isinstance(n, str) and n for n in names)
+    duplicates = sorted(set(n for n in names if isinstance(n, str) and names.count(n) > 1))
+    nodes_ok = len(raw) >= 2 and valid_names and not duplicates and all(isinstance(n, dict) for n in raw)
+    if not nodes_ok:
+        shown = "[%s]" % ", ".join(names) if valid_names else _show(names)
+        errors.append("nodes of the QSFP link: %s%s (accepted: netplan pairing needs the two (or more) nodes joined "
+                      "by the cable, each once)"
+                      % (shown, "; listed more than once: %s" % ", ".join(duplicates) if duplicates else ""))
+    preset_used = any(isinstance(n, dict) and not n.get("addresses") for n in raw)
+    settings, fatal = _settings_errors([n for n in names if isinstance(n, str)], plan, preset, preset_used,
+                                       interfaces, mtu, table_base)
+    errors.extend(settings)
+    if fatal or not nodes_ok:
+        return {}, errors
+    mtu_ok = mtu if (mtu is None or (_is_int(mtu) and MTU_MIN <= mtu <= MTU_MAX)) else None
+
+    nodes = [_normalize(n, interfaces) for n in raw]
+
+    # Rule 2: every node has an Up QSFP port.
+    down = [n for n in nodes if not n["up"]]
+    if down:
+        errors.append("%s: cable unplugged? Up QSFP ports per node: %s. Nothing was written."
+                      % ("; ".join("%s: no QSFP port is Up (from %s)" % (n["name"], n["up_source"]) for n in down),
+                         "; ".join(_up_summary(n, False) for n in nodes)))
+        return {}, errors
+
+    # Rule 3: every node sees the same Up netdevs (the cable joins the same port on both Sparks).
+    if any(n["up"] != nodes[0]["up"] for n in nodes):
+        errors.append("The nodes do not see the same QSFP ports Up, so the cable does not join the same port on "
+                      "both Sparks (or one end is down): %s. Re-seat the cable in the same port on both nodes; "
+                      "nothing was written." % "; ".join(_up_summary(n, True) for n in nodes))
+        return {}, errors
+
+    # Rule 4 (per node), rule 6 (management path).
+    sources = {}
+    entries_of = {}
+    node_errors = []
+    blocked = False
+    for index, node in enumerate(nodes):
+        source, entries = _node_entries(node, index, plan, preset, interfaces, node_errors)
+        if entries is None:
+            blocked = True
+            entries = []
+        sources[node["name"]] = source
+        entries_of[node["name"]] = entries
+    errors.extend(node_errors)
+    if not allow_disruptive:
+        for node in nodes:
+            errors.extend(_management_errors(node, plan, sources[node["name"]], entries_of[node["name"]]))
+
+    # Rule 5 (across nodes), only when every node's own plan is valid.
+    if plan == "addresses" and not node_errors and not blocked:
+        errors.extend(_cross_errors(nodes, sources, entries_of, interfaces))
+
+    per_node = {}
+    for node in nodes:
+        name = node["name"]
+        entries = entries_of[name]
+        _assign_tables(entries, source_routing, table_base)
+        if plan == "link_local":
+            addresses = _link_local_addresses(node)
+        else:
+            addresses = [e["address"] for e in entries]
+        per_node[name] = {
+            "up": list(node["up"]),
+            "source": sources[name],
+            "entries": entries,
+            "addresses": addresses,
+            "content": render_netplan(name, plan, sources[name], entries, node["up"], mtu_ok),
+            "missing": _missing(entries, node["current"]),
+        }
+    return per_node, errors

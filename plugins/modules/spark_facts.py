@@ -1,0 +1,532 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, DGX Spark speculative-decoding collection maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: spark_facts
+short_description: Read what the pre-flight needs from a DGX Spark in one call
+version_added: 0.2.0
+author:
+  - DGX Spark speculative-decoding collection maintainers (@dgx-spark)
+description:
+  - Reads, in one call and without changing anything, the state of a DGX Spark that the collection's pre-flight
+    (M(dgx_spark.specdec.specdec_plan)) needs, and returns it as the host fact C(spark) (C(ansible_facts.spark)).
+  - The login user and its home, UID and GID (the home holds the model caches).
+  - Which QSFP netdevs are Up and their RoCE devices, from C(ibdev2netdev), or from C(/sys/class/net/*/operstate) when
+    C(ibdev2netdev) is missing, fails or lists none of O(interfaces).
+  - The IPv4 addresses and MTU of every interface (C(ip -j addr show)), the default route's interface, gateway and
+    address (C(ip -j -4 route show default); no packet is sent), and whether C(/dev/infiniband) exists.
+  - The Docker runtimes (C(docker info)) and, for the references in O(images), whether each image is on the node with
+    its ID, repository digests, labels and C(Config.Env) (C(docker image inspect)). A missing C(docker) command or
+    an engine that does not answer is reported in C(docker.error); the module does not fail for it.
+  - Whether each path of O(paths) exists.
+  - Commands run without a shell. The module never reports a change.
+extends_documentation_fragment:
+  - dgx_spark.specdec.attributes
+  - dgx_spark.specdec.attributes.INFO_MODULE
+  - dgx_spark.specdec.attributes.ACTIONGROUP_SPECDEC
+attributes:
+  check_mode:
+    support: full
+    details:
+      - The module only reads, so it reads the same in check mode.
+  diff_mode:
+    support: N/A
+  idempotent:
+    support: full
+  facts:
+    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
+    support: full
+options:
+  login_user:
+    description:
+      - The user whose home holds the model caches, normally the user Ansible connects as.
+      - When omitted (or empty), the user that became root is used (E(SUDO_USER), else E(DOAS_USER)), else the
+        user the module runs as.
+      - The module fails when the user does not exist on the node.
+    type: str
+  interfaces:
+    description:
+      - The QSFP netdevs to check, in the order in which RV(ansible_facts.spark.qsfp.up) lists the Up ones.
+      - The default is the four netdevs of the two QSFP ports of a DGX Spark.
+    type: list
+    elements: str
+    default: [enp1s0f0np0, enP2p1s0f0np0, enp1s0f1np1, enP2p1s0f1np1]
+  images:
+    description:
+      - Docker image references to look up with C(docker image inspect), for example V(nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6).
+      - When omitted, every local image, keyed by each of its tags (C(repository:tag)) and digests
+        (C(repository@sha256:...)), so the plan can look up whichever reference the inventory names.
+      - Ignored when O(docker=false).
+    type: list
+    elements: str
+  docker:
+    description:
+      - Query the Docker engine (runtimes and O(images)).
+      - With V(false) no C(docker) command runs, RV(ansible_facts.spark.docker.ok) is V(false) and
+        RV(ansible_facts.spark.images) is empty.
+    type: bool
+    default: true
+  paths:
+    description:
+      - Paths to check for existence (on the node, as the user the module runs as).
+    type: list
+    elements: path
+    default: []
+notes:
+  - Run it with C(become=true) so that C(docker) and every path can be read; the login user is then taken from
+    E(SUDO_USER).
+  - Needs the C(ip) command (iproute2) on the node.
+seealso:
+  - module: dgx_spark.specdec.specdec_plan
+  - module: ansible.builtin.setup
+"""
+
+EXAMPLES = r"""
+---
+- name: Read each node's state in one call
+  dgx_spark.specdec.spark_facts:
+    login_user: "{{ ansible_user | default(omit) }}"
+    images:
+      - nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6
+    paths:
+      - /opt/gpt-oss-120b-Eagle3
+  become: true
+
+- name: Show the Up QSFP netdevs
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.spark.qsfp.up | join(', ') or 'none' }} (from {{ ansible_facts.spark.qsfp.source }})"
+
+- name: Only the login user's home, without asking Docker
+  dgx_spark.specdec.spark_facts:
+    docker: false
+  become: true
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: The facts read from the node.
+  returned: success
+  type: dict
+  contains:
+    spark:
+      description: What the pre-flight needs from this DGX Spark.
+      returned: success
+      type: dict
+      contains:
+        login_user:
+          description: The login user (O(login_user), else E(SUDO_USER), else E(DOAS_USER), else the effective user).
+          returned: success
+          type: str
+          sample: spark
+        home:
+          description: Home directory of the login user.
+          returned: success
+          type: str
+          sample: /home/spark
+        uid:
+          description: UID of the login user.
+          returned: success
+          type: int
+          sample: 1000
+        gid:
+          description: Primary GID of the login user.
+          returned: success
+          type: int
+          sample: 1000
+        hostname:
+          description: The node's host name, as the C(hostname) command prints it.
+          returned: success
+          type: str
+          sample: spark-1
+        qsfp:
+          description: State of the QSFP netdevs of O(interfaces).
+          returned: success
+          type: dict
+          contains:
+            up:
+              description: The Up netdevs among O(interfaces), in the order of O(interfaces).
+              returned: success
+              type: list
+              elements: str
+              sample: [enp1s0f1np1, enP2p1s0f1np1]
+            source:
+              description: Where RV(ansible_facts.spark.qsfp.up) comes from, V(ibdev2netdev) or V(/sys/class/net/*/operstate).
+              returned: success
+              type: str
+              sample: ibdev2netdev
+            rdma:
+              description:
+                - RoCE devices of the Up netdevs, in the same order, from C(ibdev2netdev).
+                - Empty when the state was read from C(/sys/class/net).
+              returned: success
+              type: list
+              elements: str
+              sample: [rocep1s0f1, roceP2p1s0f1]
+            ibdev2netdev:
+              description: Standard output of C(ibdev2netdev), empty when it is missing or failed.
+              returned: success
+              type: str
+              sample: "rocep1s0f0 port 1 ==> enp1s0f0np0 (Down)\nrocep1s0f1 port 1 ==> enp1s0f1np1 (Up)\n"
+        ipv4:
+          description: Every interface, with the list of its IPv4 addresses as V(A.B.C.D/N) (empty without IPv4).
+          returned: success
+          type: dict
+          sample: {"lo": ["127.0.0.1/8"], "eth0": ["172.18.0.2/16"], "enp1s0f1np1": ["192.168.200.12/24"],
+                   "enp1s0f0np0": []}
+        mtu:
+          description: Every interface, with its MTU.
+          returned: success
+          type: dict
+          sample: {"lo": 65536, "eth0": 1500, "enp1s0f1np1": 9000, "enp1s0f0np0": 1500}
+        default_ipv4:
+          description:
+            - The IPv4 default route (the one with the lowest metric) of the main routing table.
+            - All three values are empty strings when there is no default route.
+          returned: success
+          type: dict
+          contains:
+            interface:
+              description: Interface of the default route.
+              returned: success
+              type: str
+              sample: eth0
+            address:
+              description:
+                - The route's preferred source address, else the first IPv4 address of RV(ansible_facts.spark.default_ipv4.interface),
+                  without prefix length; empty when the interface has none.
+              returned: success
+              type: str
+              sample: 172.18.0.2
+            gateway:
+              description: Gateway of the default route, empty for a route without gateway.
+              returned: success
+              type: str
+              sample: 172.18.0.1
+          sample: {"interface": "eth0", "address": "172.18.0.2", "gateway": "172.18.0.1"}
+        infiniband:
+          description: Whether C(/dev/infiniband) exists.
+          returned: success
+          type: bool
+          sample: true
+        docker:
+          description: What the Docker engine answered.
+          returned: success
+          type: dict
+          contains:
+            ok:
+              description: Whether C(docker info) answered. V(false) also when O(docker=false).
+              returned: success
+              type: bool
+              sample: true
+            error:
+              description: Why RV(ansible_facts.spark.docker.ok) is V(false), empty otherwise.
+              returned: success
+              type: str
+              sample: "docker info failed (rc=1): Cannot connect to the Docker daemon at unix:///var/run/docker.sock."
+            runtimes:
+              description: Names of the engine's runtimes, sorted.
+              returned: success
+              type: list
+              elements: str
+              sample: [io.containerd.runc.v2, nvidia, runc]
+          sample: {"ok": true, "error": "", "runtimes": ["io.containerd.runc.v2", "nvidia", "runc"]}
+        images:
+          description:
+            - One entry per reference of O(images), keyed by the reference as given; without O(images), one per tag
+              and digest of every local image.
+            - Each entry has C(present) (bool), C(id) (str, empty when absent), C(repo_digests) (list of str),
+              C(labels) (dict, C(Config.Labels)) and C(env) (dict, C(Config.Env) split at the first V(=)).
+            - Empty when O(docker=false) or the engine does not answer.
+          returned: success
+          type: dict
+          sample: {"nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6": {"present": true, "id": "sha256:0123abcd",
+                   "repo_digests": ["nvcr.io/nvidia/tensorrt-llm/release@sha256:4567ef01"], "labels": {},
+                   "env": {"TRTLLM_VERSION": "1.2.0rc6"}}}
+        paths:
+          description: Every path of O(paths), with whether it exists.
+          returned: success
+          type: dict
+          sample: {"/opt/gpt-oss-120b-Eagle3": true}
+"""
+
+import json
+import os
+import pwd
+import re
+import socket
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+
+QSFP_INTERFACES = ["enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1"]
+SOURCE_IBDEV2NETDEV = "ibdev2netdev"
+SOURCE_SYSFS = "/sys/class/net/*/operstate"
+# Module-level so that the unit tests can point them at a scratch directory.
+SYS_CLASS_NET = "/sys/class/net"
+DEV_INFINIBAND = "/dev/infiniband"
+
+# "rocep1s0f1 port 1 ==> enp1s0f1np1 (Up)"
+_IBDEV_LINE = re.compile(r"^\s*(?P<ibdev>\S+)\s+port\s+\d+\s+==>\s+(?P<netdev>\S+)\s+\((?P<state>[^)]*)\)")
+
+
+def _parse_ibdev2netdev(text):
+    """ibdev2netdev output -> {netdev: (rdma device, is_up)} (a netdev listed twice is Up if any line says so)."""
+    found = {}
+    for line in (text or "").splitlines():
+        match = _IBDEV_LINE.match(line)
+        if not match:
+            continue
+        netdev = match.group("netdev")
+        is_up = match.group("state").strip().lower() == "up"
+        if netdev not in found or (is_up and not found[netdev][1]):
+            found[netdev] = (match.group("ibdev"), is_up)
+    return found
+
+
+def _qsfp_from_ibdev2netdev(text, interfaces):
+    """(up, rdma) among ``interfaces`` in their order, or None when ibdev2netdev lists none of them."""
+    found = _parse_ibdev2netdev(text)
+    if not any(name in found for name in interfaces):
+        return None
+    up = [name for name in interfaces if name in found and found[name][1]]
+    return up, [found[name][0] for name in up]
+
+
+def _parse_operstate(states, interfaces):
+    """{netdev: content of its operstate file, or None} -> the Up ones among ``interfaces``, in their order."""
+    return [name for name in interfaces if (states.get(name) or "").strip().lower() == "up"]
+
+
+def _read_operstates(interfaces):
+    states = {}
+    for name in interfaces:
+        try:
+            with open(os.path.join(SYS_CLASS_NET, name, "operstate"), "r", encoding="utf-8") as handle:
+                states[name] = handle.read()
+        except (OSError, ValueError):
+            states[name] = None
+    return states
+
+
+def _parse_ip_addr(text):
+    """``ip -j addr show`` -> ({ifname: ["A.B.C.D/N", ...]}, {ifname: mtu})."""
+    ipv4 = {}
+    mtu = {}
+    for link in json.loads(text or "[]") or []:
+        if not isinstance(link, dict) or not link.get("ifname"):
+            continue
+        name = link["ifname"]
+        addresses = ipv4.setdefault(name, [])
+        for info in link.get("addr_info") or []:
+            if isinstance(info, dict) and info.get("family") == "inet" and info.get("local"):
+                address = "%s/%s" % (info["local"], info.get("prefixlen", 32))
+                if address not in addresses:
+                    addresses.append(address)
+        if isinstance(link.get("mtu"), int):
+            mtu[name] = link["mtu"]
+    return ipv4, mtu
+
+
+def _parse_default_route(text, ipv4):
+    """``ip -j -4 route show default`` and the addresses -> {interface, address, gateway} (empty strings if none)."""
+    best = None
+    for route in json.loads(text or "[]") or []:
+        if not isinstance(route, dict) or route.get("dst", "default") != "default":
+            continue
+        hop = route
+        if not route.get("dev") and route.get("nexthops"):
+            hop = route["nexthops"][0] or {}
+        if not hop.get("dev"):
+            continue
+        metric = route.get("metric", 0) if isinstance(route.get("metric", 0), int) else 0
+        if best is None or metric < best[0]:
+            best = (metric, hop.get("dev"), hop.get("gateway") or "", route.get("prefsrc") or "")
+    if best is None:
+        return {"interface": "", "address": "", "gateway": ""}
+    dummy, dev, gateway, prefsrc = best
+    address = prefsrc or next((a.split("/")[0] for a in ipv4.get(dev) or []), "")
+    return {"interface": dev, "address": address, "gateway": gateway}
+
+
+def _env_dict(entries):
+    """Config.Env ["K=V", ...] -> {K: V}."""
+    env = {}
+    for entry in entries or []:
+        key, dummy, value = to_native(entry).partition("=")
+        if key:
+            env[key] = value
+    return env
+
+
+def _image_entry(inspected):
+    if not inspected:
+        return {"present": False, "id": "", "repo_digests": [], "labels": {}, "env": {}}
+    config = inspected.get("Config") or {}
+    return {
+        "present": True,
+        "id": inspected.get("Id") or "",
+        "repo_digests": list(inspected.get("RepoDigests") or []),
+        "labels": dict(config.get("Labels") or {}),
+        "env": _env_dict(config.get("Env")),
+    }
+
+
+def _error_text(rc, out, err):
+    text = " ".join((to_native(err).strip() or to_native(out).strip()).split())
+    return "rc=%s: %s" % (rc, text[:500]) if text else "rc=%s" % rc
+
+
+class SparkFacts:
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+
+    def fail(self, msg):
+        self.module.fail_json(msg=msg, changed=False)
+
+    def run(self, argv):
+        return self.module.run_command(argv, check_rc=False, environ_update={"LC_ALL": "C"})
+
+    def user(self):
+        explicit = self.params["login_user"]
+        source = "login_user" if explicit else "SUDO_USER" if os.environ.get("SUDO_USER") else "DOAS_USER"
+        name = explicit or os.environ.get("SUDO_USER") or os.environ.get("DOAS_USER")
+        if not name:
+            source = "the effective user"
+            try:
+                name = pwd.getpwuid(os.geteuid()).pw_name
+            except KeyError:
+                self.fail("cannot name the user the module runs as (UID %d); set login_user" % os.geteuid())
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            self.fail("login user %s does not exist on this node (it is taken from %s); set login_user to the user "
+                      "whose home holds the model caches" % (name, source))
+        return {"login_user": name, "home": entry.pw_dir, "uid": entry.pw_uid, "gid": entry.pw_gid}
+
+    def qsfp(self):
+        interfaces = self.params["interfaces"]
+        raw = ""
+        ibdev2netdev = self.module.get_bin_path("ibdev2netdev")
+        if ibdev2netdev:
+            rc, out, dummy = self.run([ibdev2netdev])
+            if rc == 0:
+                raw = out
+                parsed = _qsfp_from_ibdev2netdev(out, interfaces)
+                if parsed is not None:
+                    return {"up": parsed[0], "source": SOURCE_IBDEV2NETDEV, "rdma": parsed[1], "ibdev2netdev": raw}
+        up = _parse_operstate(_read_operstates(interfaces), interfaces)
+        return {"up": up, "source": SOURCE_SYSFS, "rdma": [], "ibdev2netdev": raw}
+
+    def network(self):
+        ip = self.module.get_bin_path("ip", required=True)
+        rc, out, err = self.run([ip, "-j", "addr", "show"])
+        if rc != 0:
+            self.fail("ip -j addr show failed (%s)" % _error_text(rc, out, err))
+        try:
+            ipv4, mtu = _parse_ip_addr(out)
+        except ValueError as exc:
+            self.fail("cannot parse the output of ip -j addr show: %s" % to_native(exc))
+        rc, out, err = self.run([ip, "-j", "-4", "route", "show", "default"])
+        if rc != 0:
+            self.fail("ip -j -4 route show default failed (%s)" % _error_text(rc, out, err))
+        try:
+            default = _parse_default_route(out, ipv4)
+        except (ValueError, AttributeError, TypeError) as exc:
+            self.fail("cannot parse the output of ip -j -4 route show default: %s" % to_native(exc))
+        return {"ipv4": ipv4, "mtu": mtu, "default_ipv4": default}
+
+    def docker(self):
+        """-> (docker fact, images fact)."""
+        if not self.params["docker"]:
+            return {"ok": False, "error": "not queried (docker=false)", "runtimes": []}, {}
+        docker = self.module.get_bin_path("docker")
+        if not docker:
+            return {"ok": False, "error": "the docker command is not installed (not found in PATH)", "runtimes": []}, {}
+        rc, out, err = self.run([docker, "info", "--format", "{{json .Runtimes}}"])
+        if rc != 0:
+            return {"ok": False, "error": "docker info failed (%s)" % _error_text(rc, out, err), "runtimes": []}, {}
+        try:
+            runtimes = json.loads(out)
+            if not isinstance(runtimes, dict):
+                raise ValueError("expected a JSON object, got %s" % out.strip()[:200])
+        except ValueError as exc:
+            return {"ok": False, "error": "docker info returned no runtimes: %s" % to_native(exc), "runtimes": []}, {}
+        return {"ok": True, "error": "", "runtimes": sorted(runtimes)}, self.images(docker)
+
+    def inspect(self, docker, refs):
+        """-> list of inspect objects, or None when docker did not answer rc=0 with a JSON list."""
+        rc, out, dummy = self.run([docker, "image", "inspect"] + refs)
+        if rc != 0:
+            return None
+        try:
+            found = json.loads(out)
+        except ValueError:
+            return None
+        return found if isinstance(found, list) else None
+
+    def all_images(self, docker):
+        rc, out, dummy = self.run([docker, "image", "ls", "--quiet", "--no-trunc"])
+        ids = sorted(set(out.split())) if rc == 0 else []
+        images = {}
+        for item in (self.inspect(docker, ids) if ids else None) or []:
+            entry = _image_entry(item)
+            for ref in list(item.get("RepoTags") or []) + list(item.get("RepoDigests") or []):
+                images[ref] = entry
+        return images
+
+    def images(self, docker):
+        if self.params["images"] is None:
+            return self.all_images(docker)
+        refs = []
+        for ref in self.params["images"]:
+            if ref and ref not in refs:
+                refs.append(ref)
+        if not refs:
+            return {}
+        found = self.inspect(docker, refs)
+        if found is not None and len(found) == len(refs):
+            return {ref: _image_entry(item) for ref, item in zip(refs, found)}
+        # Some are missing (docker exits 1 and lists only the others): ask for each one.
+        images = {}
+        for ref in refs:
+            one = self.inspect(docker, [ref]) if len(refs) > 1 else None
+            images[ref] = _image_entry(one[0] if one else None)
+        return images
+
+    def paths(self):
+        return {path: os.path.exists(path) for path in self.params["paths"]}
+
+    def gather(self):
+        spark = self.user()
+        spark["hostname"] = socket.gethostname()
+        spark["qsfp"] = self.qsfp()
+        spark.update(self.network())
+        spark["infiniband"] = os.path.exists(DEV_INFINIBAND)
+        spark["docker"], spark["images"] = self.docker()
+        spark["paths"] = self.paths()
+        return spark
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            login_user=dict(type="str"),
+            interfaces=dict(type="list", elements="str", default=list(QSFP_INTERFACES)),
+            images=dict(type="list", elements="str"),
+            docker=dict(type="bool", default=True),
+            paths=dict(type="list", elements="path", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    spark = SparkFacts(module).gather()
+    module.exit_json(changed=False, ansible_facts={"spark": spark})
+
+
+if __name__ == "__main__":
+    main()

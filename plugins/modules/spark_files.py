@@ -1,0 +1,171 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, DGX Spark speculative-decoding collection maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: spark_files
+short_description: Create related directories and write related files on a node in one call
+version_added: 0.2.0
+author:
+  - DGX Spark speculative-decoding collection maintainers (@dgx-spark)
+description:
+  - Creates directories and writes small text files (configuration rendered by M(dgx_spark.specdec.specdec_plan)) with
+    their owner, group and mode, in one call instead of one task per file, so a run that changes nothing stays quick.
+  - Files are written atomically and only when their content, owner, group or mode differ. Directories are created in
+    the order given. Reports the paths it changed.
+  - For secrets use M(ansible.builtin.copy) with C(no_log); this module shows file contents in its diff.
+extends_documentation_fragment:
+  - dgx_spark.specdec.attributes
+  - dgx_spark.specdec.attributes.ACTIONGROUP_SPECDEC
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  idempotent:
+    support: full
+options:
+  directories:
+    description: Directories to create (parents first), with C(path), C(owner), C(group) and C(mode) (octal string).
+    type: list
+    elements: dict
+    default: []
+  files:
+    description: Files to write, with C(path), C(content), C(owner), C(group) and C(mode) (octal string). Parents must
+      exist or be listed in O(directories).
+    type: list
+    elements: dict
+    default: []
+"""
+
+EXAMPLES = r"""
+---
+- name: Write the container's configuration
+  dgx_spark.specdec.spark_files:
+    directories:
+      - {path: /home/nvidia/.dgx-spark, owner: root, mode: "0755"}
+    files:
+      - {path: /home/nvidia/.dgx-spark/openmpi-hostfile, content: "192.168.200.12 slots=1\n", mode: "0644"}
+"""
+
+RETURN = r"""
+changed_paths:
+  description: The directories and files that were (or in check mode would be) created or changed.
+  returned: always
+  type: list
+  elements: str
+  sample: [/home/nvidia/.dgx-spark/openmpi-hostfile]
+"""
+
+import grp
+import os
+import pwd
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_bytes, to_native
+
+
+def _ids(module, item):
+    owner = item.get("owner") or "root"
+    group = item.get("group") or owner
+    try:
+        uid = pwd.getpwnam(owner).pw_uid
+    except KeyError:
+        module.fail_json(msg="%s: owner %s does not exist on this node" % (item["path"], owner))
+    try:
+        gid = grp.getgrnam(group).gr_gid
+    except KeyError:
+        gid = pwd.getpwnam(owner).pw_gid
+    return uid, gid
+
+
+def _mode(module, item, default):
+    text = str(item.get("mode") or default)
+    try:
+        return int(text, 8)
+    except ValueError:
+        return module.fail_json(msg="%s: mode %s is not an octal string such as 0644" % (item["path"], text))
+
+
+def _needs_attrs(path, uid, gid, mode):
+    st = os.lstat(path)
+    return (st.st_uid, st.st_gid, st.st_mode & 0o7777) != (uid, gid, mode)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(directories=dict(type="list", elements="dict", default=[]),
+                           files=dict(type="list", elements="dict", default=[])),
+        supports_check_mode=True,
+    )
+    changed = []
+    diffs = []
+    for item in module.params["directories"]:
+        path = item.get("path")
+        if not path or not os.path.isabs(path):
+            module.fail_json(msg="directories: %r is not an absolute path" % path)
+        uid, gid = _ids(module, item)
+        mode = _mode(module, item, "0755")
+        if not os.path.isdir(path):
+            changed.append(path)
+            diffs.append(dict(before_header=path, after_header=path, before="(absent)\n", after="(directory)\n"))
+            if not module.check_mode:
+                os.makedirs(path, exist_ok=True)
+                os.chown(path, uid, gid)
+                os.chmod(path, mode)
+        elif _needs_attrs(path, uid, gid, mode):
+            changed.append(path)
+            if not module.check_mode:
+                os.chown(path, uid, gid)
+                os.chmod(path, mode)
+    for item in module.params["files"]:
+        path = item.get("path")
+        if not path or not os.path.isabs(path):
+            module.fail_json(msg="files: %r is not an absolute path" % path)
+        content = to_bytes(item.get("content") or "")
+        uid, gid = _ids(module, item)
+        mode = _mode(module, item, "0644")
+        try:
+            with open(path, "rb") as handle:
+                current = handle.read()
+        except FileNotFoundError:
+            current = None
+        except IsADirectoryError:
+            module.fail_json(msg="%s is a directory" % path)
+        if current != content:
+            changed.append(path)
+            diffs.append(dict(before_header=path, after_header=path,
+                              before=to_native(current, errors="replace") if current is not None else "",
+                              after=to_native(content, errors="replace")))
+            if not module.check_mode:
+                parent = os.path.dirname(path)
+                if not os.path.isdir(parent):
+                    module.fail_json(msg="%s: the directory %s does not exist" % (path, parent))
+                fd, tmp = tempfile.mkstemp(prefix=".spark_files.", dir=parent)
+                try:
+                    with os.fdopen(fd, "wb") as handle:
+                        handle.write(content)
+                    os.chown(tmp, uid, gid)
+                    os.chmod(tmp, mode)
+                    os.replace(tmp, path)  # same directory: atomic; keeps the owner and mode set above
+                finally:
+                    if os.path.exists(tmp):
+                        os.unlink(tmp)
+        elif _needs_attrs(path, uid, gid, mode):
+            changed.append(path)
+            if not module.check_mode:
+                os.chown(path, uid, gid)
+                os.chmod(path, mode)
+    result = dict(changed=bool(changed), changed_paths=changed)
+    if module._diff and diffs:
+        result["diff"] = diffs
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Entrypoint of the TensorRT-LLM containers of dgx_spark.specdec (replaces the curl | bash of NVIDIA's
+# trtllm-mn-entrypoint.sh). Docker runs it as the container's command and restarts the container when
+# the server exits, so the server comes back after a crash or a reboot without Ansible.
+#
+#   entrypoint.sh [--install-sshd] [--sshd CONFIG] [--peer ADDRESS]... [--expect PATH=SHA256]...
+#                 [--exists PATH]... [-- COMMAND...]
+#
+# --sshd        start sshd with CONFIG (keys and configuration are mounted read-only from the host);
+#               without a COMMAND, sshd is the container's process (a worker of the cluster)
+# --expect      wait until PATH has this SHA-256: the container is recreated when the planned options
+#               or hostfile change, and the server starts only once Ansible wrote the new ones
+# --exists      wait until PATH exists (the markers of completed model downloads)
+# --peer        wait until the peer's sshd takes the cluster key and the peer has every --exists PATH
+# COMMAND       exec'd once everything is there: trtllm-serve, or mpirun on the head
+set -euo pipefail
+
+install_sshd=0 sshd_config="" peers=() expects=() exists=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --install-sshd) install_sshd=1; shift ;;
+    --sshd) sshd_config=$2; shift 2 ;;
+    --peer) peers+=("$2"); shift 2 ;;
+    --expect) expects+=("$2"); shift 2 ;;
+    --exists) exists+=("$2"); shift 2 ;;
+    --) shift; break ;;
+    *) echo "entrypoint: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+log() { echo "[dgx-spark entrypoint] $*"; }
+
+if [ -n "$sshd_config" ]; then
+  if [ ! -x /usr/sbin/sshd ]; then
+    if [ "$install_sshd" = 1 ]; then
+      log "installing openssh-server (the image has no sshd)"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null
+    else
+      log "/usr/sbin/sshd is missing in this image (trtllm_container_install_sshd is false)" >&2
+      exit 1
+    fi
+  fi
+  mkdir -p /run/sshd
+  ln -sfn /etc/dgx-spark/openmpi-hostfile /etc/openmpi-hostfile
+  if [ $# -eq 0 ]; then
+    log "sshd for mpirun ($sshd_config)"
+    exec /usr/sbin/sshd -D -e -f "$sshd_config"
+  fi
+  /usr/sbin/sshd -e -f "$sshd_config"
+fi
+[ $# -gt 0 ] || { log "nothing to run" >&2; exit 2; }
+
+missing() {
+  local item path want
+  for item in "${expects[@]}"; do
+    path=${item%=*} want=${item##*=}
+    [ -f "$path" ] && [ "$(sha256sum "$path" | cut -d' ' -f1)" = "$want" ] || { echo "$path (planned content)"; return; }
+  done
+  for path in "${exists[@]}"; do
+    [ -e "$path" ] || { echo "$path"; return; }
+  done
+  for item in "${peers[@]}"; do
+    # shellcheck disable=SC2029  # the paths are meant to be tested on the peer
+    ssh -F /etc/dgx-spark/ssh/config -o ConnectTimeout=5 "$item" "for p in ${exists[*]:-}; do test -e \$p || exit 1; done" \
+      </dev/null >/dev/null 2>&1 || { echo "peer $item (sshd with the cluster key, models downloaded)"; return; }
+  done
+}
+
+waited=0
+while what=$(missing) && [ -n "$what" ]; do
+  [ $((waited % 30)) -eq 0 ] && log "waiting for $what"
+  sleep 2
+  waited=$((waited + 2))
+done
+log "starting: $*"
+exec "$@"

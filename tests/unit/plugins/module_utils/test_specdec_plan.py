@@ -1,0 +1,325 @@
+"""Unit tests for the plan: clusters and rank order, what each role gets, and every bad input with its message."""
+
+import copy
+import hashlib
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _specdec_plan as p
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
+QSFP = ["enp1s0f1np1", "enP2p1s0f1np1"]
+IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6"
+
+
+def profile(name):
+    with open(os.path.join(ROOT, "playbooks", "vars", name + ".yml"), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)["specdec_profile"]
+
+
+def spark(name, up=QSFP, ipv4=None, images=None, docker_ok=True, user="spark"):
+    return {
+        "login_user": user, "home": "/home/" + user, "uid": 1000, "gid": 1000, "hostname": name,
+        "qsfp": {"up": list(up), "source": "ibdev2netdev", "rdma": []},
+        "ipv4": ipv4 if ipv4 is not None else {"eth0": ["172.18.0.2/16"]},
+        "default_ipv4": {"interface": "eth0", "address": "172.18.0.2"},
+        "infiniband": False,
+        "docker": {"ok": docker_ok, "error": "" if docker_ok else "Cannot connect to the Docker daemon", "runtimes": ["runc"]},
+        "images": images if images is not None else {},
+    }
+
+
+SEED_ADDRESSES = {"spark-a": {"enp1s0f1np1": "192.168.200.12/24", "enP2p1s0f1np1": "192.168.200.14/24"},
+                  "spark-b": {"enp1s0f1np1": "192.168.200.13/24", "enP2p1s0f1np1": "192.168.200.15/24"}}
+
+
+def two(variables=None, per_node=None, prof=None, facts=None, token=True):
+    node_vars = {h: dict(netplan_qsfp_addresses=SEED_ADDRESSES[h]) for h in ("spark-a", "spark-b")}
+    for h in node_vars:
+        node_vars[h].update(variables or {})
+        node_vars[h].update((per_node or {}).get(h, {}))
+    facts = facts or {h: spark(h) for h in node_vars}
+    return p.plan_cluster("sparks", ["spark-a", "spark-b"], prof or profile("two_spark_eagle3"), node_vars, facts,
+                          {h: token for h in node_vars})
+
+
+def one(variables=None, prof="single_spark_draft_target", facts=None):
+    return p.plan_cluster("spark-a", ["spark-a"], profile(prof), {"spark-a": dict(variables or {})},
+                          {"spark-a": facts or spark("spark-a")}, {"spark-a": False})
+
+
+def errors_of(call, *args, **kwargs):
+    with pytest.raises(p.PlanError) as info:
+        call(*args, **kwargs)
+    return info.value.errors
+
+
+# -- clusters -------------------------------------------------------------------------------------
+
+def test_legacy_inventory_is_one_cluster_head_from_spark_head():
+    hv = {"spark-b": {}, "spark-a": {}}
+    groups = {"spark_head": ["spark-a"], "spark_workers": ["spark-b"]}
+    # Inventory order puts the worker first: the head still leads the rank order.
+    assert p.cluster_members("spark-b", ["spark-b", "spark-a"], hv, groups) == ("sparks", ["spark-a", "spark-b"])
+    assert p.cluster_members("spark-a", ["spark-b", "spark-a"], hv, groups) == ("sparks", ["spark-a", "spark-b"])
+
+
+def test_many_clusters_in_one_inventory_each_with_its_head():
+    hv = {h: {"specdec_cluster": c, "specdec_cluster_head": head}
+          for c, head, hosts in (("pair1", "a2", ("a1", "a2")), ("pair2", "b1", ("b1", "b2")))
+          for h in hosts}
+    hv["s1"] = {"specdec_cluster": "solo"}
+    order = ["a1", "a2", "b1", "b2", "s1"]
+    assert p.cluster_members("a1", order, hv, {}) == ("pair1", ["a2", "a1"])
+    assert p.cluster_members("b2", order, hv, {}) == ("pair2", ["b1", "b2"])
+    assert p.cluster_members("s1", order, hv, {}) == ("solo", ["s1"])
+
+
+def test_single_profile_serves_each_host_alone():
+    assert p.cluster_members("spark-a", ["spark-a", "spark-b"], {"spark-a": {}, "spark-b": {}},
+                             {"spark_head": ["spark-a"]}, single=True) == ("spark-a", ["spark-a"])
+
+
+@pytest.mark.parametrize("hv, groups, message", [
+    ({"a": {}, "b": {}}, {}, "cluster sparks (a, b) has no head"),
+    ({"a": {}, "b": {}}, {"spark_head": ["a", "b"]}, "several hosts in spark_head (a, b)"),
+    ({"a": {"specdec_cluster_head": "a"}, "b": {"specdec_cluster_head": "b"}}, {}, "name different heads (a, b)"),
+    ({"a": {"specdec_cluster_head": "c"}, "b": {}}, {}, 'specdec_cluster_head of cluster sparks: "c" is not a member'),
+])
+def test_ambiguous_clusters_are_named(hv, groups, message):
+    assert message in errors_of(p.cluster_members, "a", ["a", "b"], hv, groups)[0]
+
+
+# -- the two-Spark plan ---------------------------------------------------------------------------
+
+def test_two_spark_plan_follows_the_seed():
+    plans, warnings = two()
+    head, worker = plans["spark-a"], plans["spark-b"]
+    assert warnings == []
+    assert head["nodes"] == worker["nodes"] == ["spark-a", "spark-b"] and head["is_head"] and not worker["is_head"]
+    assert head["netplan"]["addresses"] == ["192.168.200.12", "192.168.200.14"]
+    assert worker["netplan"]["addresses"] == ["192.168.200.13", "192.168.200.15"]
+    assert "192.168.200.12/24" in head["netplan"]["content"] and "table: 101" in head["netplan"]["content"]
+    hostfile = head["hostfile"]["content"].splitlines()
+    assert hostfile[1:] == ["192.168.200.12 slots=1", "192.168.200.13 slots=1"]
+    assert worker["hostfile"]["content"] == head["hostfile"]["content"]
+    assert head["hostfile"]["path"] == "/home/spark/.dgx-spark/openmpi-hostfile"
+
+    options = yaml.safe_load(head["serve"]["options_file"]["content"])
+    assert options["speculative_config"] == {"decoding_type": "Eagle", "max_draft_len": 3,
+                                             "speculative_model_dir": "/models/Qwen3-235B-A22B-Eagle3/"}
+    assert head["serve"]["argv"] == [
+        "mpirun", "-x", "CPATH", "-x", "TRITON_PTXAS_PATH", "-x", "HF_HOME", "-x", "HF_TOKEN_PATH",
+        "trtllm-llmapi-launch", "trtllm-serve", "nvidia/Qwen3-235B-A22B-FP4", "--backend", "pytorch",
+        "--tp_size", "2", "--max_num_tokens", "1024",
+        "--extra_llm_api_options", "/etc/dgx-spark/extra-llm-api-config.yml", "--host", "0.0.0.0", "--port", "8355"]
+    assert worker["serve"]["argv"] is None and worker["serve"]["endpoint"] is None
+    assert head["serve"]["endpoint"]["url"] == "http://127.0.0.1:8355"
+
+    command = head["container"]["docker"]["command"]
+    digest = hashlib.sha256(head["serve"]["options_file"]["content"].encode()).hexdigest()
+    assert command[:4] == ["/bin/bash", "/etc/dgx-spark/entrypoint.sh", "--install-sshd", "--sshd"]
+    assert command[command.index("--peer") + 1] == "192.168.200.13"
+    assert "/etc/dgx-spark/extra-llm-api-config.yml=" + digest in command
+    assert command[command.index("--") + 1:] == head["serve"]["argv"]
+    assert worker["container"]["docker"]["command"] == [
+        "/bin/bash", "/etc/dgx-spark/entrypoint.sh", "--install-sshd", "--sshd", "/etc/dgx-spark/ssh/sshd_config"]
+
+    env = head["container"]["docker"]["env"]
+    for key in ("UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_oob_tcp_if_include"):
+        assert env[key] == "enp1s0f1np1,enP2p1s0f1np1"
+    assert env["HF_TOKEN_PATH"] == "/etc/dgx-spark/hf_token" and "HF_TOKEN" not in env
+    assert head["container"]["docker"]["volumes"] == [
+        "/home/spark/.cache/huggingface:/root/.cache/huggingface", "/home/spark/models:/models",
+        "/home/spark/.dgx-spark:/etc/dgx-spark:ro"]
+    assert head["container"]["docker"]["restart_policy"] == "unless-stopped"
+    assert head["container"]["name"] == "trtllm-multinode"
+    sshd = head["container"]["files"][0]
+    assert sshd["path"].endswith("/ssh/sshd_config")
+    assert "ListenAddress 192.168.200.12:2233\nListenAddress 192.168.200.14:2233" in sshd["content"]
+    assert head["container"]["ssh"]["nodes"] == [
+        {"name": "spark-a", "addresses": ["192.168.200.12", "192.168.200.14"]},
+        {"name": "spark-b", "addresses": ["192.168.200.13", "192.168.200.15"]}]
+
+
+def test_downloads_and_the_markers_the_server_waits_for():
+    plans, _ = two()
+    downloads = plans["spark-b"]["serve"]["downloads"]
+    assert downloads == [
+        {"repo": "nvidia/Qwen3-235B-A22B-FP4", "local_dir": "",
+         "marker": "/home/spark/.cache/huggingface/hub/models--nvidia--Qwen3-235B-A22B-FP4/.dgx-spark-complete"},
+        {"repo": "nvidia/Qwen3-235B-A22B-Eagle3", "local_dir": "/models/Qwen3-235B-A22B-Eagle3/",
+         "marker": "/home/spark/models/Qwen3-235B-A22B-Eagle3/.dgx-spark-complete"}]
+    command = plans["spark-a"]["container"]["docker"]["command"]
+    waits = [command[i + 1] for i, word in enumerate(command[:command.index("--")]) if word == "--exists"]
+    assert waits == ["/root/.cache/huggingface/hub/models--nvidia--Qwen3-235B-A22B-FP4/.dgx-spark-complete",
+                     "/models/Qwen3-235B-A22B-Eagle3/.dgx-spark-complete"]
+
+
+def test_a_changed_option_changes_the_head_command_only():
+    before, _ = two()
+    after, _ = two({"specdec_serve_max_draft_len": "4"})  # templated values arrive as strings
+    assert yaml.safe_load(after["spark-a"]["serve"]["options_file"]["content"])["speculative_config"]["max_draft_len"] == 4
+    assert before["spark-a"]["container"]["docker"]["command"] != after["spark-a"]["container"]["docker"]["command"]
+    assert before["spark-b"]["container"]["docker"] == after["spark-b"]["container"]["docker"]
+
+
+def test_same_inputs_same_plan():
+    assert two() == two()
+
+
+def test_preset_plan_without_addresses_and_gpu_when_docker_has_nvidia():
+    facts = {h: spark(h) for h in ("spark-a", "spark-b")}
+    for f in facts.values():
+        f["docker"]["runtimes"] = ["nvidia", "runc"]
+        f["infiniband"] = True
+    plans, _ = p.plan_cluster("sparks", ["spark-a", "spark-b"], profile("two_spark_eagle3"),
+                              {"spark-a": {}, "spark-b": {}}, facts)
+    assert plans["spark-b"]["netplan"]["addresses"] == ["192.168.200.13", "192.168.200.15"]
+    docker = plans["spark-a"]["container"]["docker"]
+    assert docker["device_requests"] == [{"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}]
+    assert docker["devices"] == ["/dev/infiniband:/dev/infiniband"]
+    assert "HF_TOKEN_PATH" not in docker["env"] and "HF_TOKEN_PATH" not in plans["spark-a"]["serve"]["argv"]
+
+
+def test_deprecated_node_list_that_agrees_only_warns():
+    _, warnings = two({"openmpi_hostfile_hosts": ["spark-a", "spark-b"], "netplan_qsfp_group": "sparks"})
+    assert any("openmpi_hostfile_hosts is deprecated" in w for w in warnings)
+    assert any("netplan_qsfp_group is deprecated and ignored" in w for w in warnings)
+
+
+# -- one Spark ------------------------------------------------------------------------------------
+
+def test_single_spark_draft_target():
+    plans, _ = one()
+    node = plans["spark-a"]
+    assert node["netplan"] is None and node["hostfile"] is None and node["container"]["ssh"] is None
+    assert node["serve"]["argv"] == [
+        "trtllm-serve", "nvidia/Llama-3.3-70B-Instruct-FP4", "--backend", "pytorch", "--tp_size", "1",
+        "--max_batch_size", "1", "--kv_cache_free_gpu_memory_fraction", "0.9",
+        "--extra_llm_api_options", "/etc/dgx-spark/extra-llm-api-config.yml", "--host", "localhost", "--port", "8000"]
+    command = node["container"]["docker"]["command"]
+    assert "--sshd" not in command and "--peer" not in command
+    assert node["container"]["name"] == "trtllm-specdec"
+    assert node["container"]["docker"]["labels"]["dgx-spark.specdec/role"] == "single"
+
+
+def test_low_latency_publishes_its_port_on_a_bridge():
+    plans, _ = one(prof="single_spark_low_latency")
+    docker = plans["spark-a"]["container"]["docker"]
+    assert docker["network_mode"] == "bridge" and docker["published_ports"] == ["8000:8000"]
+    assert docker["env"] == {"TRTLLM_ENABLE_PDL": "1"}
+    assert "--trust_remote_code" in plans["spark-a"]["serve"]["argv"]
+
+
+# -- every bad input, named -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("variables, expected", [
+    ({"specdec_serve_model": "nvidia//Qwen3"}, 'specdec_serve_model on spark-a (cluster sparks): "nvidia//Qwen3" is not a Hugging Face model id'),
+    ({"specdec_serve_model": "nvidia/Qwen3;rm -rf /"}, 'specdec_serve_model on spark-a (cluster sparks): "nvidia/Qwen3;rm -rf /"'),
+    ({"specdec_serve_model": "org/a--b"}, '"org/a--b" is not a Hugging Face model id'),
+    ({"specdec_serve_draft_model": "-x/y"}, 'specdec_serve_draft_model on spark-a (cluster sparks): "-x/y"'),
+    ({"specdec_serve_model": "/models/../etc"}, '"/models/../etc" is not a Hugging Face model id (owner/name) or an absolute path'),
+    ({"specdec_serve_draft_dir": "/opt/draft/"}, 'specdec_serve_draft_dir on spark-a (cluster sparks): "/opt/draft/" is not a directory under the /models mount'),
+    ({"specdec_serve_draft_dir": "/models/a b"}, 'specdec_serve_draft_dir on spark-a (cluster sparks): "/models/a b" is not an absolute path'),
+    ({"trtllm_container_name": "trtllm multinode"}, 'trtllm_container_name on spark-a: "trtllm multinode" is not a Docker container name'),
+    ({"trtllm_container_image": "NVCR.io/Bad Image"}, 'trtllm_container_image on spark-a: "NVCR.io/Bad Image" is not an image reference'),
+    ({"trtllm_container_image_tag": "1.2.0rc6;x"}, 'trtllm_container_image_tag on spark-a: "1.2.0rc6;x" is not an image tag'),
+    ({"trtllm_container_qsfp_interfaces": ["enp1s0f1np1", "eth0/../x"]}, 'trtllm_container_qsfp_interfaces item on spark-a: "eth0/../x" is not a network interface name'),
+    ({"trtllm_container_qsfp_addresses": ["192.168.200.300"]}, 'trtllm_container_qsfp_addresses item on spark-a: "192.168.200.300" is not an IP address'),
+    ({"openmpi_hostfile_address": "192.168.200.99"}, 'openmpi_hostfile_address on spark-a: "192.168.200.99" is not one of this node\'s QSFP addresses'),
+    ({"trtllm_container_hf_cache_dir": "relative/dir"}, 'trtllm_container_hf_cache_dir on spark-a: "relative/dir" is not an absolute path'),
+    ({"trtllm_container_network_mode": "host;x"}, 'trtllm_container_network_mode on spark-a: "host;x" is not host, bridge, none'),
+    ({"trtllm_container_env": {"BAD-NAME": "1"}}, 'trtllm_container_env key on spark-a: "BAD-NAME" is not an environment variable name'),
+    ({"trtllm_container_devices": ["/etc/shadow"]}, 'trtllm_container_devices item on spark-a: "/etc/shadow" is not a device'),
+    ({"trtllm_container_restart_policy": "no"}, "trtllm_container_restart_policy on spark-a: \"no\" is not always, unless-stopped or on-failure"),
+    ({"trtllm_container_memlock": 0}, "trtllm_container_memlock on spark-a: 0 is not -1 (unlimited)"),
+    ({"specdec_serve_max_draft_len": "three"}, 'specdec_serve_max_draft_len on spark-a (cluster sparks): "three" is not an integer from 1 to 64'),
+    ({"specdec_serve_port": 70000}, "specdec_serve_port on spark-a (cluster sparks): 70000 is not an integer from 1 to 65535"),
+    ({"specdec_serve_host": "0.0.0.0 --x"}, 'specdec_serve_host on spark-a (cluster sparks): "0.0.0.0 --x" is not an IP address or a host name'),
+    ({"specdec_serve_tp_size": 4}, "specdec_serve_tp_size on spark-a (cluster sparks): 4 is not the number of nodes of the cluster (2: spark-a, spark-b)"),
+    ({"specdec_serve_trtllm_version": "1.9.0"}, 'specdec_serve_trtllm_version on spark-a (cluster sparks): "1.9.0" is not one of 1.2.0rc1'),
+    ({"specdec_serve_method": "medusa"}, 'specdec_serve_method on spark-a (cluster sparks): "medusa" is not one of eagle3'),
+    ({"specdec_serve_extra_args": ["--port\n8000"]}, 'specdec_serve_extra_args item on spark-a (cluster sparks): "--port\\n8000"'),
+    ({"specdec_serve_mpi_export": ["HF TOKEN"]}, 'specdec_serve_mpi_export item on spark-a (cluster sparks): "HF TOKEN"'),
+    ({"specdec_serve_extra_options": {"speculative_config": {"decoding_type": "Eagle3"}}}, "for TensorRT-LLM 1.2.0rc6: speculative_config.decoding_type"),
+    ({"specdec_serve_kv_cache_free_gpu_memory_fraction": 1.5}, "specdec_serve_kv_cache_free_gpu_memory_fraction on spark-a (cluster sparks): 1.5 is not a number in (0, 1]"),
+    ({"trtllm_container_published_ports": ["8000:80:x"]}, 'trtllm_container_published_ports item on spark-a: "8000:80:x" is not a published port'),
+    ({"netplan_qsfp_mtu": 100000}, "netplan_qsfp_mtu on spark-a (cluster sparks): 100000 is not an integer from 576 to 9216"),
+    ({"trtllm_container_cluster_hosts": ["spark-b", "spark-a"]}, 'trtllm_container_cluster_hosts on spark-a: ["spark-b", "spark-a"] differs from the cluster\'s nodes, head first (spark-a, spark-b)'),
+])
+def test_each_bad_value_fails_alone_with_field_value_and_what_is_accepted(variables, expected):
+    errors = errors_of(two, per_node={"spark-a": variables})
+    assert len(errors) == 1, errors
+    assert expected in errors[0], errors[0]
+
+
+def test_bad_netplan_address_is_named_with_host():
+    errors = errors_of(two, per_node={"spark-b": {"netplan_qsfp_addresses": {"enp1s0f1np1": "192.168.200.013/24",
+                                                                             "enP2p1s0f1np1": "192.168.200.15/24"}}})
+    assert any("netplan_qsfp_addresses" in e and "spark-b" in e and "192.168.200.013/24" in e for e in errors), errors
+
+
+def test_same_address_on_both_nodes():
+    errors = errors_of(two, per_node={"spark-b": {"netplan_qsfp_addresses": SEED_ADDRESSES["spark-a"]}})
+    assert any("192.168.200.12" in e and "more than once" in e for e in errors), errors
+
+
+def test_mismatched_ports_and_pulled_cable():
+    facts = {"spark-a": spark("spark-a"), "spark-b": spark("spark-b", up=["enp1s0f0np0", "enP2p1s0f0np0"])}
+    assert any("same port" in e.lower() or "re-seat" in e.lower() for e in errors_of(two, facts=facts))
+    facts = {"spark-a": spark("spark-a"), "spark-b": spark("spark-b", up=[])}
+    assert any("spark-b" in e and "unplugged" in e for e in errors_of(two, facts=facts))
+
+
+def test_image_missing_without_pull_and_image_of_another_release():
+    errors = errors_of(one, {"trtllm_container_pull": False})
+    assert errors == ["trtllm_container_image on spark-a: %s is not on the node and trtllm_container_pull is false "
+                      "(accepted: an image present on the node, or trtllm_container_pull: true)" % IMAGE]
+    facts = spark("spark-a", images={IMAGE: {"present": True, "labels": {"com.nvidia.tensorrt-llm.version": "1.3.0rc12"}}})
+    errors = errors_of(one, facts=facts)
+    assert len(errors) == 1 and "reports TensorRT-LLM 1.3.0rc12 but specdec_serve_trtllm_version is 1.2.0rc6" in errors[0]
+
+
+def test_docker_not_answering_and_bad_login_user():
+    errors = errors_of(one, facts=spark("spark-a", docker_ok=False))
+    assert errors == ["docker on spark-a: the engine does not answer (Cannot connect to the Docker daemon); install and "
+                      "start Docker first"]
+    errors = errors_of(one, facts=spark("spark-a", user="Bad User"))
+    assert errors == ['login user on spark-a: "Bad User" is not a login name ([a-z_][a-z0-9_-]*)']
+
+
+def test_missing_facts_and_bad_profile():
+    assert "no node facts" in errors_of(p.plan_cluster, "c", ["a"], profile("single_spark_eagle3"), {"a": {}}, {})[0]
+    assert "is not a mapping" in errors_of(p.plan_cluster, "c", ["a"], "oops", {"a": {}}, {"a": spark("a")})[0]
+
+
+def test_one_spark_tp_size_and_unknown_profile_release():
+    assert "1 on a single Spark" in errors_of(one, {"specdec_serve_tp_size": 2})[0]
+    bad = copy.deepcopy(profile("single_spark_eagle3"))
+    bad["trtllm_version"] = "0.9"
+    errors = errors_of(p.plan_cluster, "c", ["a"], bad, {"a": {}}, {"a": spark("a")})
+    assert errors[0].startswith('specdec_serve_trtllm_version on a (cluster c): "0.9" is not one of')
+
+
+# -- SSH trust ------------------------------------------------------------------------------------
+
+def test_ssh_trust_from_public_keys_only():
+    plans, _ = two()
+    ssh = plans["spark-b"]["container"]["ssh"]
+    keys = {"spark-a": {"client": "ssh-ed25519 AAAAclientA c", "host": "ssh-ed25519 AAAAhostA h"},
+            "spark-b": {"client": "ssh-ed25519 AAAAclientB c", "host": "ssh-ed25519 AAAAhostB h"}}
+    files = p.ssh_trust(ssh, keys)
+    authorized = files["/home/spark/.dgx-spark/ssh/authorized_keys"].splitlines()[1:]
+    assert authorized == [
+        'from="192.168.200.12,192.168.200.14,192.168.200.13,192.168.200.15",no-agent-forwarding,no-X11-forwarding '
+        "ssh-ed25519 AAAAclientA dgx-spark-specdec@spark-a",
+        'from="192.168.200.12,192.168.200.14,192.168.200.13,192.168.200.15",no-agent-forwarding,no-X11-forwarding '
+        "ssh-ed25519 AAAAclientB dgx-spark-specdec@spark-b"]
+    assert files["/home/spark/.dgx-spark/ssh/known_hosts"] == (
+        "[192.168.200.12]:2233,[192.168.200.14]:2233 ssh-ed25519 AAAAhostA\n"
+        "[192.168.200.13]:2233,[192.168.200.15]:2233 ssh-ed25519 AAAAhostB\n")
+    with pytest.raises(ValueError, match="public keys of spark-b"):
+        p.ssh_trust(ssh, {"spark-a": keys["spark-a"]})

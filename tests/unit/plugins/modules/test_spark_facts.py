@@ -1,0 +1,476 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, DGX Spark speculative-decoding collection maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Run the spark_facts module's main() against a fake node (commands, users, /sys and /dev)."""
+
+from __future__ import annotations
+
+import json
+import os
+import types
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.dgx_spark.specdec.plugins.modules import spark_facts
+
+IBDEV2NETDEV = (
+    "roceP2p1s0f1 port 1 ==> enP2p1s0f1np1 (Up)\n"
+    "rocep1s0f0 port 1 ==> enp1s0f0np0 (Down)\n"
+    "rocep1s0f1 port 1 ==> enp1s0f1np1 (Up)\n"
+    "roceP2p1s0f0 port 1 ==> enP2p1s0f0np0 (Down)\n"
+    "mlx5_9 port 1 ==> ib0 (Up)\n"
+)
+
+IP_ADDR = [
+    {"ifindex": 1, "ifname": "lo", "flags": ["LOOPBACK", "UP"], "mtu": 65536, "operstate": "UNKNOWN",
+     "addr_info": [{"family": "inet", "local": "127.0.0.1", "prefixlen": 8, "scope": "host"},
+                   {"family": "inet6", "local": "::1", "prefixlen": 128}]},
+    {"ifindex": 2, "ifname": "eth0", "mtu": 1500, "operstate": "UP",
+     "addr_info": [{"family": "inet", "local": "172.18.0.2", "prefixlen": 16},
+                   {"family": "inet", "local": "172.18.0.9", "prefixlen": 16, "secondary": True},
+                   {"family": "inet6", "local": "fe80::1", "prefixlen": 64}]},
+    {"ifindex": 3, "ifname": "enp1s0f1np1", "mtu": 9000, "operstate": "UP",
+     "addr_info": [{"family": "inet", "local": "192.168.200.12", "prefixlen": 24},
+                   {"family": "inet6", "local": "fe80::2", "prefixlen": 64}]},
+    {"ifindex": 4, "ifname": "enp1s0f0np0", "mtu": 1500, "operstate": "DOWN", "addr_info": []},
+    {"ifindex": 5, "ifname": "enP2p1s0f1np1", "mtu": 9000, "operstate": "UP",
+     "addr_info": [{"family": "inet6", "local": "fe80::3", "prefixlen": 64}]},
+]
+
+ROUTES = [
+    {"dst": "default", "gateway": "10.0.0.1", "dev": "wlan0", "protocol": "dhcp", "metric": 600},
+    {"dst": "default", "gateway": "172.18.0.1", "dev": "eth0", "protocol": "dhcp", "metric": 100},
+]
+
+RUNTIMES = {"runc": {"path": "runc"}, "nvidia": {"path": "nvidia-container-runtime"},
+            "io.containerd.runc.v2": {"path": "runc"}}
+
+IMAGE_A = "local/tensorrt-llm-standin:1.2.0rc6"
+IMAGE_B = "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12"
+MISSING = "nvcr.io/nvidia/tensorrt-llm/release:9.9.9"
+INSPECT = {
+    IMAGE_A: {"Id": "sha256:aaaa", "RepoTags": [IMAGE_A], "RepoDigests": [],
+              "Config": {"Labels": None, "Env": ["PATH=/usr/bin:/bin", "TRTLLM_VERSION=1.2.0rc6", "OPTS=a=b", "EMPTY="]}},
+    IMAGE_B: {"Id": "sha256:bbbb", "RepoTags": [IMAGE_B],
+              "RepoDigests": ["nvcr.io/nvidia/tensorrt-llm/release@sha256:cccc"],
+              "Config": {"Labels": {"com.nvidia.tensorrt-llm.version": "1.3.0rc12"}, "Env": None}},
+}
+
+USERS = {
+    "spark": (1000, 1000, "/home/spark"),
+    "admin": (1001, 1001, "/home/admin"),
+    "doas": (1002, 100, "/var/doas"),
+    "root": (0, 0, "/root"),
+}
+
+
+class FakeNode:
+    """Answers run_command and get_bin_path like a DGX Spark would; records every command."""
+
+    def __init__(self):
+        self.bins = {"ip": "/usr/sbin/ip", "ibdev2netdev": "/usr/bin/ibdev2netdev", "docker": "/usr/bin/docker"}
+        self.ibdev2netdev = (0, IBDEV2NETDEV, "")
+        self.ip_addr = (0, json.dumps(IP_ADDR), "")
+        self.routes = (0, json.dumps(ROUTES), "")
+        self.docker_info = (0, json.dumps(RUNTIMES) + "\n", "")
+        self.images = dict(INSPECT)
+        self.calls = []
+
+    def get_bin_path(self, module, arg, required=False, opt_dirs=None):
+        path = self.bins.get(arg)
+        if path is None and required:
+            module.fail_json(msg="Failed to find required executable \"%s\" in paths" % arg)
+        return path
+
+    def run_command(self, module, args, **kwargs):
+        assert isinstance(args, list), "commands must be argv lists (no shell): %r" % (args,)
+        assert not kwargs.get("use_unsafe_shell")
+        self.calls.append((list(args), kwargs))
+        name = os.path.basename(args[0])
+        if name == "ibdev2netdev":
+            return self.ibdev2netdev
+        if args[1:] == ["-j", "addr", "show"]:
+            return self.ip_addr
+        if args[1:] == ["-j", "-4", "route", "show", "default"]:
+            return self.routes
+        if args[1:] == ["info", "--format", "{{json .Runtimes}}"]:
+            return self.docker_info
+        if args[1:] == ["image", "ls", "--quiet", "--no-trunc"]:
+            return 0, "".join(image["Id"] + "\n" for image in self.images.values()), ""
+        if args[1:3] == ["image", "inspect"]:
+            refs = args[3:]
+            by_id = {image["Id"]: image for image in self.images.values()}
+            found = [self.images.get(ref) or by_id[ref] for ref in refs if ref in self.images or ref in by_id]
+            missing = [ref for ref in refs if ref not in self.images and ref not in by_id]
+            err = "".join("Error: No such image: %s\n" % ref for ref in missing)
+            return (1 if missing else 0), json.dumps(found, indent=4) + "\n", err
+        raise AssertionError("unexpected command %r" % (args,))
+
+    def commands(self):
+        return [[os.path.basename(args[0])] + args[1:] for args, dummy in self.calls]
+
+
+def _fake_pwd():
+    def entry(name):
+        uid, gid, home = USERS[name]
+        return types.SimpleNamespace(pw_name=name, pw_uid=uid, pw_gid=gid, pw_dir=home)
+
+    def getpwnam(name):
+        if name not in USERS:
+            raise KeyError("getpwnam(): name not found: %r" % name)
+        return entry(name)
+
+    def getpwuid(uid):
+        if uid == os.geteuid():
+            return entry("root")
+        raise KeyError("getpwuid(): uid not found: %d" % uid)
+
+    return types.SimpleNamespace(getpwnam=getpwnam, getpwuid=getpwuid)
+
+
+@pytest.fixture
+def node(monkeypatch, tmp_path):
+    fake = FakeNode()
+
+    def get_bin_path(module, arg, required=False, opt_dirs=None):
+        return fake.get_bin_path(module, arg, required, opt_dirs)
+
+    def run_command(module, args, **kwargs):
+        return fake.run_command(module, args, **kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    monkeypatch.setattr(spark_facts, "pwd", _fake_pwd())
+    monkeypatch.setattr(spark_facts, "socket", types.SimpleNamespace(gethostname=lambda: "spark-1"))
+    sys_net = tmp_path / "sys" / "class" / "net"
+    sys_net.mkdir(parents=True)
+    monkeypatch.setattr(spark_facts, "SYS_CLASS_NET", str(sys_net))
+    monkeypatch.setattr(spark_facts, "DEV_INFINIBAND", str(tmp_path / "dev" / "infiniband"))
+    monkeypatch.delenv("SUDO_USER", raising=False)
+    monkeypatch.delenv("DOAS_USER", raising=False)
+    monkeypatch.setenv("SUDO_USER", "spark")
+    fake.tmp = tmp_path
+    fake.sys_net = sys_net
+    return fake
+
+
+def set_operstate(node, **states):
+    for name, state in states.items():
+        (node.sys_net / name).mkdir()
+        (node.sys_net / name / "operstate").write_text(state + "\n")
+
+
+def run_module(capsys, args=None):
+    """Run main() like Ansible does; return (rc, parsed JSON result)."""
+    with patch_module_args(args or {}):
+        with pytest.raises(SystemExit) as info:
+            spark_facts.main()
+    out = capsys.readouterr().out
+    return info.value.code, json.loads(out)
+
+
+def gather(capsys, args=None):
+    rc, result = run_module(capsys, args)
+    assert rc == 0, result
+    assert result["changed"] is False and not result.get("failed")
+    return result["ansible_facts"]["spark"]
+
+
+# -- the whole fact ---------------------------------------------------------------------------------------------
+
+
+def test_full_fact(capsys, node):
+    (node.tmp / "dev" / "infiniband").mkdir(parents=True)
+    present = node.tmp / "models"
+    present.mkdir()
+    spark = gather(capsys, {"images": [IMAGE_A], "paths": [str(present), str(node.tmp / "nope")]})
+    assert spark == {
+        "login_user": "spark",
+        "home": "/home/spark",
+        "uid": 1000,
+        "gid": 1000,
+        "hostname": "spark-1",
+        "qsfp": {"up": ["enp1s0f1np1", "enP2p1s0f1np1"], "source": "ibdev2netdev",
+                 "rdma": ["rocep1s0f1", "roceP2p1s0f1"], "ibdev2netdev": IBDEV2NETDEV},
+        "ipv4": {"lo": ["127.0.0.1/8"], "eth0": ["172.18.0.2/16", "172.18.0.9/16"],
+                 "enp1s0f1np1": ["192.168.200.12/24"], "enp1s0f0np0": [], "enP2p1s0f1np1": []},
+        "mtu": {"lo": 65536, "eth0": 1500, "enp1s0f1np1": 9000, "enp1s0f0np0": 1500, "enP2p1s0f1np1": 9000},
+        "default_ipv4": {"interface": "eth0", "address": "172.18.0.2", "gateway": "172.18.0.1"},
+        "infiniband": True,
+        "docker": {"ok": True, "error": "", "runtimes": ["io.containerd.runc.v2", "nvidia", "runc"]},
+        "images": {IMAGE_A: {"present": True, "id": "sha256:aaaa", "repo_digests": [], "labels": {},
+                             "env": {"PATH": "/usr/bin:/bin", "TRTLLM_VERSION": "1.2.0rc6", "OPTS": "a=b",
+                                     "EMPTY": ""}}},
+        "paths": {str(present): True, str(node.tmp / "nope"): False},
+    }
+
+
+def test_commands_are_argv_lists_and_read_only(capsys, node):
+    gather(capsys, {"images": [IMAGE_A, IMAGE_B]})
+    assert node.commands() == [
+        ["ibdev2netdev"],
+        ["ip", "-j", "addr", "show"],
+        ["ip", "-j", "-4", "route", "show", "default"],
+        ["docker", "info", "--format", "{{json .Runtimes}}"],
+        ["docker", "image", "inspect", IMAGE_A, IMAGE_B],
+    ]
+    assert all(kwargs.get("check_rc") is False for dummy, kwargs in node.calls)
+
+
+def test_check_mode_returns_the_same(capsys, node):
+    args = {"images": [IMAGE_A, MISSING], "paths": ["/"]}
+    normal = gather(capsys, args)
+    calls = node.commands()
+    node.calls = []
+    rc, result = run_module(capsys, dict(args, _ansible_check_mode=True))
+    assert rc == 0 and result["changed"] is False
+    assert result["ansible_facts"]["spark"] == normal
+    assert node.commands() == calls
+
+
+# -- QSFP --------------------------------------------------------------------------------------------------------
+
+
+def test_ibdev2netdev_up_down_and_foreign_devices(capsys, node):
+    qsfp = gather(capsys)["qsfp"]
+    # canonical (option) order, not ibdev2netdev's order; ib0 (not a QSFP netdev) is ignored
+    assert qsfp["up"] == ["enp1s0f1np1", "enP2p1s0f1np1"]
+    assert qsfp["rdma"] == ["rocep1s0f1", "roceP2p1s0f1"]
+    assert qsfp["source"] == "ibdev2netdev"
+    assert qsfp["ibdev2netdev"] == IBDEV2NETDEV
+
+
+def test_interfaces_option_sets_order_and_selection(capsys, node):
+    qsfp = gather(capsys, {"interfaces": ["enP2p1s0f1np1", "ib0", "enp1s0f0np0"]})["qsfp"]
+    assert qsfp["up"] == ["enP2p1s0f1np1", "ib0"]
+    assert qsfp["rdma"] == ["roceP2p1s0f1", "mlx5_9"]
+
+
+def test_all_down_from_ibdev2netdev(capsys, node):
+    node.ibdev2netdev = (0, IBDEV2NETDEV.replace("(Up)", "(Down)"), "")
+    set_operstate(node, enp1s0f1np1="up")  # ibdev2netdev is authoritative when it lists the netdevs
+    qsfp = gather(capsys)["qsfp"]
+    assert qsfp["up"] == [] and qsfp["rdma"] == [] and qsfp["source"] == "ibdev2netdev"
+
+
+def test_sysfs_fallback_when_ibdev2netdev_missing(capsys, node):
+    del node.bins["ibdev2netdev"]
+    set_operstate(node, enp1s0f0np0="down", enp1s0f1np1="up", enP2p1s0f1np1="UP")
+    qsfp = gather(capsys)["qsfp"]
+    assert qsfp == {"up": ["enp1s0f1np1", "enP2p1s0f1np1"], "source": "/sys/class/net/*/operstate",
+                    "rdma": [], "ibdev2netdev": ""}
+    assert "ibdev2netdev" not in [c[0] for c in node.commands()]
+
+
+def test_sysfs_fallback_when_ibdev2netdev_fails(capsys, node):
+    node.ibdev2netdev = (1, "", "ibdev2netdev: no RDMA devices\n")
+    set_operstate(node, enp1s0f1np1="up")
+    qsfp = gather(capsys)["qsfp"]
+    assert qsfp == {"up": ["enp1s0f1np1"], "source": "/sys/class/net/*/operstate", "rdma": [], "ibdev2netdev": ""}
+
+
+def test_sysfs_fallback_when_ibdev2netdev_lists_no_qsfp_netdev(capsys, node):
+    node.ibdev2netdev = (0, "mlx5_9 port 1 ==> ib0 (Up)\n", "")
+    set_operstate(node, enP2p1s0f0np0="up", enp1s0f1np1="lowerlayerdown")
+    qsfp = gather(capsys)["qsfp"]
+    assert qsfp["up"] == ["enP2p1s0f0np0"] and qsfp["source"] == "/sys/class/net/*/operstate"
+    assert qsfp["ibdev2netdev"] == "mlx5_9 port 1 ==> ib0 (Up)\n"
+
+
+def test_sysfs_without_any_qsfp_netdev(capsys, node):
+    del node.bins["ibdev2netdev"]
+    assert gather(capsys)["qsfp"]["up"] == []
+
+
+# -- addresses and routes -----------------------------------------------------------------------------------------
+
+
+def test_ip_addresses_and_mtu(capsys, node):
+    spark = gather(capsys)
+    assert spark["ipv4"]["eth0"] == ["172.18.0.2/16", "172.18.0.9/16"]  # several, in order
+    assert spark["ipv4"]["enp1s0f0np0"] == []  # no address at all
+    assert spark["ipv4"]["enP2p1s0f1np1"] == []  # only IPv6
+    assert spark["mtu"]["enp1s0f1np1"] == 9000 and spark["mtu"]["enp1s0f0np0"] == 1500
+
+
+def test_default_route_lowest_metric(capsys, node):
+    assert gather(capsys)["default_ipv4"] == {"interface": "eth0", "address": "172.18.0.2", "gateway": "172.18.0.1"}
+
+
+def test_default_route_prefsrc_wins(capsys, node):
+    node.routes = (0, json.dumps([{"dst": "default", "gateway": "172.18.0.1", "dev": "eth0",
+                                   "prefsrc": "172.18.0.9"}]), "")
+    assert gather(capsys)["default_ipv4"]["address"] == "172.18.0.9"
+
+
+def test_default_route_on_interface_without_ipv4(capsys, node):
+    node.routes = (0, json.dumps([{"dst": "default", "dev": "enP2p1s0f1np1", "scope": "link"}]), "")
+    assert gather(capsys)["default_ipv4"] == {"interface": "enP2p1s0f1np1", "address": "", "gateway": ""}
+
+
+def test_default_route_multipath(capsys, node):
+    node.routes = (0, json.dumps([{"dst": "default", "nexthops": [
+        {"gateway": "192.168.200.1", "dev": "enp1s0f1np1", "weight": 1},
+        {"gateway": "172.18.0.1", "dev": "eth0", "weight": 1}]}]), "")
+    assert gather(capsys)["default_ipv4"] == {"interface": "enp1s0f1np1", "address": "192.168.200.12",
+                                              "gateway": "192.168.200.1"}
+
+
+@pytest.mark.parametrize("output", ["[]\n", ""])
+def test_no_default_route(capsys, node, output):
+    node.routes = (0, output, "")
+    assert gather(capsys)["default_ipv4"] == {"interface": "", "address": "", "gateway": ""}
+
+
+def test_ip_failure_fails_clearly(capsys, node):
+    node.ip_addr = (255, "", "Option \"-j\" is unknown, try \"ip -help\".\n")
+    rc, result = run_module(capsys)
+    assert rc == 1 and result["failed"] is True and result["changed"] is False
+    assert result["msg"] == 'ip -j addr show failed (rc=255: Option "-j" is unknown, try "ip -help".)'
+
+
+def test_ip_missing_fails(capsys, node):
+    del node.bins["ip"]
+    rc, result = run_module(capsys)
+    assert rc == 1 and '"ip"' in result["msg"]
+
+
+def test_infiniband_absent(capsys, node):
+    assert gather(capsys)["infiniband"] is False
+
+
+# -- docker -------------------------------------------------------------------------------------------------------
+
+
+def test_docker_missing_is_reported_not_fatal(capsys, node):
+    del node.bins["docker"]
+    spark = gather(capsys, {"images": [IMAGE_A]})
+    assert spark["docker"] == {"ok": False, "error": "the docker command is not installed (not found in PATH)",
+                               "runtimes": []}
+    assert spark["images"] == {}
+    assert not [c for c in node.commands() if c[0] == "docker"]
+
+
+def test_docker_info_failure_is_reported(capsys, node):
+    node.docker_info = (1, "null\n", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+                                     "Is the docker daemon running?\n")
+    spark = gather(capsys, {"images": [IMAGE_A]})
+    assert spark["docker"]["ok"] is False and spark["docker"]["runtimes"] == []
+    assert spark["docker"]["error"] == ("docker info failed (rc=1: Cannot connect to the Docker daemon at "
+                                        "unix:///var/run/docker.sock. Is the docker daemon running?)")
+    assert spark["images"] == {}
+    assert ["docker", "image", "inspect", IMAGE_A] not in node.commands()
+
+
+def test_docker_info_garbage_is_reported(capsys, node):
+    node.docker_info = (0, "null\n", "")
+    docker = gather(capsys)["docker"]
+    assert docker["ok"] is False and docker["error"].startswith("docker info returned no runtimes")
+
+
+def test_docker_false_asks_nothing(capsys, node):
+    spark = gather(capsys, {"docker": False, "images": [IMAGE_A]})
+    assert spark["docker"] == {"ok": False, "error": "not queried (docker=false)", "runtimes": []}
+    assert spark["images"] == {}
+    assert "docker" not in [c[0] for c in node.commands()]
+
+
+def test_images_all_present_in_one_call(capsys, node):
+    images = gather(capsys, {"images": [IMAGE_A, IMAGE_B, IMAGE_A]})["images"]
+    assert list(images) == [IMAGE_A, IMAGE_B]
+    assert images[IMAGE_B] == {"present": True, "id": "sha256:bbbb",
+                               "repo_digests": ["nvcr.io/nvidia/tensorrt-llm/release@sha256:cccc"],
+                               "labels": {"com.nvidia.tensorrt-llm.version": "1.3.0rc12"}, "env": {}}
+    assert images[IMAGE_A]["labels"] == {} and images[IMAGE_A]["env"]["TRTLLM_VERSION"] == "1.2.0rc6"
+    assert [c for c in node.commands() if c[1:3] == ["image", "inspect"]] == [
+        ["docker", "image", "inspect", IMAGE_A, IMAGE_B]]
+
+
+def test_images_some_missing(capsys, node):
+    images = gather(capsys, {"images": [MISSING, IMAGE_B]})["images"]
+    assert images[MISSING] == {"present": False, "id": "", "repo_digests": [], "labels": {}, "env": {}}
+    assert images[IMAGE_B]["present"] is True and images[IMAGE_B]["id"] == "sha256:bbbb"
+    assert [c for c in node.commands() if c[1:3] == ["image", "inspect"]] == [
+        ["docker", "image", "inspect", MISSING, IMAGE_B],
+        ["docker", "image", "inspect", MISSING],
+        ["docker", "image", "inspect", IMAGE_B],
+    ]
+
+
+def test_single_missing_image_one_call(capsys, node):
+    images = gather(capsys, {"images": [MISSING]})["images"]
+    assert images == {MISSING: {"present": False, "id": "", "repo_digests": [], "labels": {}, "env": {}}}
+    assert [c for c in node.commands() if c[1:3] == ["image", "inspect"]] == [["docker", "image", "inspect", MISSING]]
+
+
+def test_no_images_no_inspect(capsys, node):
+    assert gather(capsys, {"images": []})["images"] == {}
+    assert not [c for c in node.commands() if c[1:3] == ["image", "inspect"]]
+
+
+def test_without_images_every_local_image_by_tag_and_digest(capsys, node):
+    images = gather(capsys)["images"]
+    assert sorted(images) == sorted([IMAGE_A, IMAGE_B, "nvcr.io/nvidia/tensorrt-llm/release@sha256:cccc"])
+    assert images[IMAGE_B]["labels"] == {"com.nvidia.tensorrt-llm.version": "1.3.0rc12"}
+    assert images["nvcr.io/nvidia/tensorrt-llm/release@sha256:cccc"]["id"] == "sha256:bbbb"
+    inspects = [c for c in node.commands() if c[1:3] == ["image", "inspect"]]
+    assert inspects == [["docker", "image", "inspect", "sha256:aaaa", "sha256:bbbb"]]
+
+
+# -- login user ---------------------------------------------------------------------------------------------------
+
+
+def test_explicit_login_user_wins(capsys, node, monkeypatch):
+    monkeypatch.setenv("DOAS_USER", "doas")
+    spark = gather(capsys, {"login_user": "admin"})
+    assert (spark["login_user"], spark["home"], spark["uid"], spark["gid"]) == ("admin", "/home/admin", 1001, 1001)
+
+
+def test_sudo_user_when_omitted(capsys, node, monkeypatch):
+    monkeypatch.setenv("DOAS_USER", "doas")
+    spark = gather(capsys, {"login_user": ""})
+    assert spark["login_user"] == "spark" and spark["home"] == "/home/spark"
+
+
+def test_doas_user_after_sudo_user(capsys, node, monkeypatch):
+    monkeypatch.delenv("SUDO_USER")
+    monkeypatch.setenv("DOAS_USER", "doas")
+    spark = gather(capsys)
+    assert (spark["login_user"], spark["home"], spark["gid"]) == ("doas", "/var/doas", 100)
+
+
+def test_effective_user_last(capsys, node, monkeypatch):
+    monkeypatch.delenv("SUDO_USER")
+    spark = gather(capsys)
+    assert (spark["login_user"], spark["home"], spark["uid"]) == ("root", "/root", 0)
+
+
+@pytest.mark.parametrize("args,env,source", [
+    ({"login_user": "ghost"}, {}, "login_user"),
+    ({}, {"SUDO_USER": "ghost"}, "SUDO_USER"),
+])
+def test_unknown_login_user_fails_clearly(capsys, node, monkeypatch, args, env, source):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    rc, result = run_module(capsys, args)
+    assert rc == 1 and result["failed"] is True and result["changed"] is False
+    assert result["msg"].startswith("login user ghost does not exist on this node (it is taken from %s)" % source)
+    assert "ansible_facts" not in result
+    assert node.calls == []
+
+
+# -- parsers ------------------------------------------------------------------------------------------------------
+
+
+def test_parse_ibdev2netdev_ignores_noise():
+    text = "garbage\n\nrocep1s0f1 port 1 ==> enp1s0f1np1 (Up)\nrocep1s0f1 port 2 ==> enp1s0f1np1 (Down)\n"
+    assert spark_facts._parse_ibdev2netdev(text) == {"enp1s0f1np1": ("rocep1s0f1", True)}
+
+
+def test_parse_operstate():
+    states = {"a": "up\n", "b": "down\n", "c": None, "d": "UP"}
+    assert spark_facts._parse_operstate(states, ["d", "c", "b", "a", "e"]) == ["d", "a"]
