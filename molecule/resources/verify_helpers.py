@@ -1,7 +1,11 @@
 """Shared helpers of the molecule verify tests: run things in a lab node and its serving container."""
 
+import glob
 import json
 import os
+import re
+import subprocess
+import time
 
 PREFIX = os.environ.get("SPARK_LAB_PREFIX", "")
 TOKEN = os.environ.get("HF_TOKEN", "")
@@ -53,3 +57,61 @@ def testinfra_hosts(*nodes):
 
 def node_of(host):
     return host.backend.get_hostname()[len(PREFIX):]
+
+
+def docker(*args, check=True):
+    """Run the docker CLI on the host (the lab's engine), as a person at the Spark would."""
+    return subprocess.run(["docker"] + list(args), capture_output=True, text=True, timeout=120, check=check)
+
+
+def logs(node):
+    out = docker("logs", serving_container(node), check=False)
+    return out.stdout + out.stderr
+
+
+def wait_for_endpoint(host, url, timeout=180):
+    """Poll url from inside the node until it answers 200; return the seconds it took."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        try:
+            if http_get(host, url)[0] == 200:
+                return time.monotonic() - start
+        except Exception:  # pylint: disable=broad-except  # not up yet: the container is restarting
+            pass
+        time.sleep(2)
+    raise AssertionError("%s did not answer within %d s" % (url, timeout))
+
+
+def run_playbook(playbook, *extra):
+    """Run a playbook of the project against the lab inventory, as a user would; return (rc, output)."""
+    project = os.environ["MOLECULE_PROJECT_DIRECTORY"]
+    run = subprocess.run(
+        ["ansible-playbook", "-i", os.path.join(project, "inventories", "lab"),
+         os.path.join(project, "playbooks", playbook)] + list(extra),
+        cwd=project, capture_output=True, text=True, timeout=900, check=False)
+    return run.returncode, run.stdout + run.stderr
+
+
+def changed_total(output):
+    return sum(int(n) for n in re.findall(r"changed=(\d+)", output.split("PLAY RECAP")[-1]))
+
+
+def controller_files_containing(needles):
+    """Files on the controller (the project, Ansible's and molecule's directories, /tmp) holding any needle."""
+    project = os.environ["MOLECULE_PROJECT_DIRECTORY"]
+    roots = [project, os.path.expanduser("~/.ansible"), os.path.expanduser("~/.cache/molecule"), "/tmp"]
+    found = []
+    for root in roots:
+        for path in glob.glob(os.path.join(root, "**"), recursive=True):
+            if "/.venv/" in path or "/.git/" in path or not os.path.isfile(path) or os.path.islink(path):
+                continue
+            try:
+                if os.path.getsize(path) > 5_000_000:
+                    continue
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                continue
+            if any(n.encode() in data for n in needles):
+                found.append(path)
+    return found

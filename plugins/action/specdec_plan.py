@@ -19,7 +19,7 @@ SECRETS = ("trtllm_container_hf_token",)
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("profile", "group"))
+    _VALID_ARGS = frozenset(("profile", "group", "scope"))
     _requires_connection = False
 
     def run(self, tmp=None, task_vars=None):
@@ -29,7 +29,10 @@ class ActionModule(ActionBase):
         unknown = set(args) - self._VALID_ARGS
         if unknown:
             return dict(result, failed=True, msg="unsupported parameters: %s" % ", ".join(sorted(unknown)))
-        profile = args.get("profile")
+        scope = args.get("scope") or "serve"
+        if scope not in ("serve", "network"):
+            return dict(result, failed=True, msg="scope: %s is not serve or network" % scope)
+        profile = args.get("profile") if scope == "serve" else {"container_mode": "multinode"}
         if not isinstance(profile, dict):
             return dict(result, failed=True, msg="profile: %s is not a mapping (the playbook's specdec_profile)"
                         % type(profile).__name__)
@@ -49,7 +52,8 @@ class ActionModule(ActionBase):
             return out
 
         mine = read(host)
-        mode = mine.get("trtllm_container_mode") or profile.get("container_mode") or "single"
+        mode = "multinode" if scope == "network" else (
+            mine.get("trtllm_container_mode") or profile.get("container_mode") or "single")
         try:
             cluster_vars = {h: read(h) for h in candidates}
             cluster_vars[host] = mine
@@ -61,10 +65,13 @@ class ActionModule(ActionBase):
                     "%s of cluster %s %s not in this run (left out by --limit, unreachable, or failed earlier); a "
                     "cluster is configured with all its nodes or not at all (nodes: %s)"
                     % (", ".join(absent), cluster, "is" if len(absent) == 1 else "are", ", ".join(nodes))])
-            facts = {n: (hostvars[n].get("ansible_facts") or {}).get("spark") for n in nodes}
-            has_token = {n: bool(hostvars[n].get("trtllm_container_hf_token")) for n in nodes}
-            plans, warnings = plan.plan_cluster(cluster, nodes, profile, {n: cluster_vars[n] for n in nodes},
-                                                facts, has_token)
+            # ansible_facts.spark from spark_facts (also when facts are not injected as variables, as under AWX).
+            facts = {n: (hostvars[n].get("ansible_facts") or {}).get("spark") or hostvars[n].get("spark") for n in nodes}
+            if scope == "network":
+                plans, warnings = plan.plan_network(cluster, nodes, {n: cluster_vars[n] for n in nodes}, facts)
+            else:
+                plans, warnings = plan.plan_cluster(cluster, nodes, profile, {n: cluster_vars[n] for n in nodes},
+                                                    facts)
         except plan.PlanError as exc:
             return dict(result, failed=True, changed=False, msg=to_native(exc), cluster=exc.cluster,
                         errors=exc.errors)

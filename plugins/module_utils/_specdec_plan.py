@@ -6,7 +6,7 @@
 
 A cluster is the set of Sparks that serve one endpoint. From the inventory (the variables users set,
 ``specdec_serve_*``, ``trtllm_container_*``, ``netplan_qsfp_*``, ``openmpi_hostfile_*``), the playbook's
-profile (the seed it reproduces) and what ``spark_facts`` read on each node, ``plan_cluster`` computes
+profile (the NVIDIA playbook it reproduces) and what ``spark_facts`` read on each node, ``plan_cluster`` computes
 everything the roles apply: the QSFP addresses and netplan document per node, the hostfile, the
 container (name, image, mounts, environment, command), the options file and the trtllm-serve/mpirun
 command line. Every value that reaches a command, a path or a file name is checked for its format;
@@ -38,6 +38,11 @@ DEFAULT_CLUSTER = "sparks"
 DEFAULT_REPOSITORY = "nvcr.io/nvidia/tensorrt-llm/release"
 DEFAULT_CUDA_ENV = {"CPATH": "/usr/local/cuda/include", "TRITON_PTXAS_PATH": "/usr/local/cuda/bin/ptxas"}
 DEFAULT_MPI_EXPORT = ["CPATH", "TRITON_PTXAS_PATH", "HF_HOME"]
+# Open MPI 4.1 binds its out-of-band and TCP BTL listeners to the wildcard address whatever
+# *_if_include says (open-mpi/ompi#12668): pin them to these ports, which the containers' entrypoint
+# closes on every interface but loopback and the QSFP ones.
+MPI_OOB_PORT = 50100
+MPI_BTL_PORTS = (50101, 32)
 # Labels and environment an image may carry its TensorRT-LLM release in (the lab's stand-in sets both).
 IMAGE_VERSION_LABELS = ("com.nvidia.tensorrt-llm.version", "org.opencontainers.image.version")
 IMAGE_VERSION_ENV = ("TRTLLM_VERSION", "TRT_LLM_VERSION", "TENSORRT_LLM_VERSION")
@@ -81,30 +86,6 @@ _DEVICE = re.compile(r"^/dev/[A-Za-z0-9._/-]+(?::/dev/[A-Za-z0-9._/-]+)?(?::[rwm
 _NETWORK = re.compile(r"^(?:host|bridge|none|container:[A-Za-z0-9][A-Za-z0-9_.-]*|[A-Za-z0-9][A-Za-z0-9_.-]*)$")
 _IPC = re.compile(r"^(?:host|private|shareable|none|container:[A-Za-z0-9][A-Za-z0-9_.-]*)$")
 
-FORMATS = {
-    "hf_repo": (lambda v: bool(_HF_REPO.match(v)) and "--" not in v and ".." not in v,
-                "a Hugging Face model id (owner/name: letters, digits, '-', '_', '.', at most 96 each, "
-                "no '--' or '..')"),
-    "model": (lambda v: (bool(_HF_REPO.match(v)) and "--" not in v and ".." not in v) or _is_path(v),
-              "a Hugging Face model id (owner/name) or an absolute path inside the container"),
-    "path": (lambda v: _is_path(v), "an absolute path of letters, digits and ._@+=,- (no '.' or '..' parts, no spaces)"),
-    "container": (lambda v: bool(_CONTAINER.match(v)), "a Docker container name ([A-Za-z0-9][A-Za-z0-9_.-]*)"),
-    "image": (lambda v: bool(_IMAGE.match(v)), "an image reference [registry/]repository[:tag][@sha256:<64 hex>]"),
-    "tag": (lambda v: bool(_TAG.match(v)), "an image tag ([A-Za-z0-9_][A-Za-z0-9_.-]*, at most 128)"),
-    "iface": (lambda v: bool(_IFACE.match(v)), "a network interface name (at most 15 of A-Za-z0-9_.:-)"),
-    "env_name": (lambda v: bool(_ENV_NAME.match(v)), "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)"),
-    "user": (lambda v: bool(_USER.match(v)), "a login name ([a-z_][a-z0-9_-]*)"),
-    "bind": (lambda v: _is_ip(v) or (bool(_HOSTNAME.match(v)) and not v.replace(".", "").isdigit()),
-             "an IP address or a host name to listen on"),
-    "ip": (lambda v: _is_ip(v), "an IP address"),
-    "port_spec": (lambda v: bool(_PORT_SPEC.match(v)), "a published port [IP:][HOST_PORT:]CONTAINER_PORT[/tcp|udp]"),
-    "device": (lambda v: bool(_DEVICE.match(v)), "a device /dev/X[:/dev/Y][:rwm]"),
-    "network": (lambda v: bool(_NETWORK.match(v)), "host, bridge, none, container:NAME or a network name"),
-    "ipc": (lambda v: bool(_IPC.match(v)), "host, private, shareable, none or container:NAME"),
-    "arg": (lambda v: "\n" not in v and "\0" not in v and v != "", "a non-empty string without newlines"),
-    "text": (lambda v: "\0" not in v, "a string without NUL characters"),
-}
-
 
 def _is_path(value):
     if not _PATH.match(value) or "//" in value:
@@ -118,6 +99,31 @@ def _is_ip(value):
         return True
     except ValueError:
         return False
+
+
+FORMATS = {
+    "hf_repo": (lambda v: bool(_HF_REPO.match(v)) and "--" not in v and ".." not in v,
+                "a Hugging Face model id (owner/name: letters, digits, '-', '_', '.', at most 96 each, "
+                "no '--' or '..')"),
+    "model": (lambda v: (bool(_HF_REPO.match(v)) and "--" not in v and ".." not in v) or _is_path(v),
+              "a Hugging Face model id (owner/name) or an absolute path inside the container"),
+    "path": (_is_path, "an absolute path of letters, digits and ._@+=,- (no '.' or '..' parts, no spaces)"),
+    "container": (lambda v: bool(_CONTAINER.match(v)), "a Docker container name ([A-Za-z0-9][A-Za-z0-9_.-]*)"),
+    "image": (lambda v: bool(_IMAGE.match(v)), "an image reference [registry/]repository[:tag][@sha256:<64 hex>]"),
+    "tag": (lambda v: bool(_TAG.match(v)), "an image tag ([A-Za-z0-9_][A-Za-z0-9_.-]*, at most 128)"),
+    "iface": (lambda v: bool(_IFACE.match(v)), "a network interface name (at most 15 of A-Za-z0-9_.:-)"),
+    "env_name": (lambda v: bool(_ENV_NAME.match(v)), "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)"),
+    "user": (lambda v: bool(_USER.match(v)), "a login name ([a-z_][a-z0-9_-]*)"),
+    "bind": (lambda v: _is_ip(v) or (bool(_HOSTNAME.match(v)) and not v.replace(".", "").isdigit()),
+             "an IP address or a host name to listen on"),
+    "ip": (_is_ip, "an IP address"),
+    "port_spec": (lambda v: bool(_PORT_SPEC.match(v)), "a published port [IP:][HOST_PORT:]CONTAINER_PORT[/tcp|udp]"),
+    "device": (lambda v: bool(_DEVICE.match(v)), "a device /dev/X[:/dev/Y][:rwm]"),
+    "network": (lambda v: bool(_NETWORK.match(v)), "host, bridge, none, container:NAME or a network name"),
+    "ipc": (lambda v: bool(_IPC.match(v)), "host, private, shareable, none or container:NAME"),
+    "arg": (lambda v: "\n" not in v and "\0" not in v and v != "", "a non-empty string without newlines"),
+    "text": (lambda v: "\0" not in v, "a string without NUL characters"),
+}
 
 
 def _show(value):
@@ -355,16 +361,38 @@ def _hub_dir(repo):
     return "models--" + repo.replace("/", "--")
 
 
-def plan_cluster(cluster, nodes, profile, node_vars, facts, has_token=None):
+def plan_network(cluster, nodes, node_vars, facts):
+    """Only the QSFP link of a cluster (netplan documents and addresses) -> ({host: node plan}, warnings)."""
+    errors = []
+    warnings = []
+    missing = [h for h in nodes if not facts.get(h)]
+    if missing:
+        raise PlanError(cluster, ["%s: no node facts (run dgx_spark.specdec.spark_facts on every node of the "
+                                  "cluster first; is the node in the play?)" % ", ".join(missing)])
+    _deprecations(nodes, node_vars, errors, warnings)
+    if len(nodes) < 2:
+        errors.append("cluster %s: the QSFP link joins two or more Sparks, found %s" % (cluster, ", ".join(nodes)))
+    top = _Reader("%s (cluster %s)" % (nodes[0], cluster), node_vars[nodes[0]], {}, errors)
+    links = _plan_links(nodes, node_vars, facts, top, errors, need_addresses=False) if not errors else {}
+    if errors:
+        raise PlanError(cluster, errors)
+    plans = {}
+    for rank, host in enumerate(nodes):
+        links[host].pop("node")
+        plans[host] = {"cluster": cluster, "nodes": list(nodes), "head": nodes[0], "rank": rank, "is_head": rank == 0,
+                       "multinode": True, "netplan": links[host], "container": None, "hostfile": None, "serve": None}
+    return plans, warnings
+
+
+def plan_cluster(cluster, nodes, profile, node_vars, facts):
     """Plan of every node of one cluster -> ({host: node plan}, warnings). Raises PlanError.
 
     ``nodes``: rank order (see ``cluster_members``); ``node_vars``: {host: variables}; ``facts``:
-    {host: the ``spark`` fact of ``spark_facts``}; ``has_token``: {host: bool} whether a Hugging Face
-    token is set for the node (the token itself never reaches the plan).
+    {host: the ``spark`` fact of ``spark_facts``}. The Hugging Face token never reaches the plan: the
+    containers always name its file (HF_TOKEN_PATH), which holds the token where the node has one.
     """
     errors = []
     warnings = []
-    has_token = has_token or {}
     profile = profile or {}
     if not isinstance(profile, dict):
         raise PlanError(cluster, ["specdec_profile: %s is not a mapping (the playbook's vars file sets it)"
@@ -387,8 +415,13 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts, has_token=None):
     needs_draft = method in ("eagle3", "draft_target")
     model = top.string("specdec_serve_model", "model", fmt="model")
     draft_model = top.string("specdec_serve_draft_model", "draft_model", fmt="model") if needs_draft else None
-    draft_dir = top.string("specdec_serve_draft_dir", "draft_dir", fmt="path") if needs_draft else None
-    if draft_dir and not (draft_dir.startswith(MODELS_MOUNT + "/") and len(draft_dir.rstrip("/")) > len(MODELS_MOUNT)):
+    # A draft given as a path inside the container is used where it is; a Hugging Face id is downloaded to draft_dir.
+    draft_is_path = bool(draft_model) and _is_path(draft_model)
+    if draft_is_path:
+        draft_dir = draft_model
+    else:
+        draft_dir = top.string("specdec_serve_draft_dir", "draft_dir", fmt="path") if needs_draft else None
+    if draft_dir and not draft_is_path and not (draft_dir.startswith(MODELS_MOUNT + "/") and len(draft_dir.rstrip("/")) > len(MODELS_MOUNT)):
         top.fail("specdec_serve_draft_dir", draft_dir, "a directory under the %s mount (e.g. /models/NAME/)" % MODELS_MOUNT)
         draft_dir = None
     max_draft_len = top.integer("specdec_serve_max_draft_len", "max_draft_len", None, 1, 64) if speculative else None
@@ -466,13 +499,12 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts, has_token=None):
         downloads, waits = _downloads(node, model, draft_model if needs_draft else None, draft_dir)
         container_opts = CONFIG_MOUNT + "/" + OPTIONS_FILE
         serve = trt.serve_argv(model, container_opts, tp_size, bind, port, flags, trust_remote_code, extra_args)
-        token = bool(has_token.get(host))
         env = dict(node["env"])
-        if token:
-            env["HF_TOKEN_PATH"] = CONFIG_MOUNT + "/hf_token"
+        # huggingface_hub reads the token from this file when it exists (a missing file means no token).
+        env["HF_TOKEN_PATH"] = CONFIG_MOUNT + "/hf_token"
         entry = ["/bin/bash", ENTRYPOINT]
         if node["install_sshd"] and multinode:
-            entry.append("--install-sshd")
+            entry.append("--install-missing")
         if multinode:
             env.update(node["cuda_env"])
             ifaces = ",".join(node["qsfp_interfaces"])
@@ -486,14 +518,22 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts, has_token=None):
                 "OMPI_MCA_plm_rsh_args": "-F %s/ssh/config" % CONFIG_MOUNT,
                 "OMPI_ALLOW_RUN_AS_ROOT": "1",
                 "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OMPI_MCA_oob_tcp_static_ipv4_ports": str(MPI_OOB_PORT),
+                "OMPI_MCA_oob_tcp_static_ipv6_ports": str(MPI_OOB_PORT),
+                "OMPI_MCA_btl_tcp_port_min_v4": str(MPI_BTL_PORTS[0]),
+                "OMPI_MCA_btl_tcp_port_range_v4": str(MPI_BTL_PORTS[1]),
+                "OMPI_MCA_btl_tcp_disable_family": "6",
             })
             entry += ["--sshd", "%s/ssh/sshd_config" % CONFIG_MOUNT]
+            if node["mpi_firewall"]:
+                entry += ["--firewall", "%d:%d" % (MPI_OOB_PORT, MPI_BTL_PORTS[0] + MPI_BTL_PORTS[1] - 1),
+                          ",".join(node["qsfp_interfaces"])]
         expect = []
         if rank == 0:
             expect.append((container_opts, options_sha))
             if multinode:
                 expect.append((CONFIG_MOUNT + "/" + HOSTFILE, sha256(hostfile)))
-                exports = mpi_export + (["HF_TOKEN_PATH"] if token else [])
+                exports = mpi_export + ["HF_TOKEN_PATH"]
                 command = trt.mpirun_argv(exports, serve)
                 for peer in nodes[1:]:
                     entry += ["--peer", per[peer]["hostfile_address"]]
@@ -516,7 +556,11 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts, has_token=None):
                 "port": node["ssh_port"],
                 "addresses": all_addresses,
                 "nodes": [{"name": h, "addresses": per[h]["qsfp_addresses"]} for h in nodes],
-                "comment": "%s@%s" % (node["name"], host),
+                # Generated on the node, where they stay; only the public halves travel.
+                "host_key": ssh_dir + "/ssh_host_ed25519_key",
+                "client_key": ssh_dir + "/id_ed25519",
+                "key_pairs": [{"path": ssh_dir + "/ssh_host_ed25519_key", "comment": "%s@%s" % (node["name"], host)},
+                              {"path": ssh_dir + "/id_ed25519", "comment": "dgx-spark-specdec@%s" % host}],
             }
             files.append({"path": ssh_dir + "/sshd_config", "mode": "0644",
                           "content": _sshd_config(node["name"], node["qsfp_addresses"], node["ssh_port"])})
@@ -539,6 +583,8 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts, has_token=None):
             "device_requests": ([{"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}]
                                 if node["gpu"] else []),
             "restart_policy": node["restart_policy"],
+            # The entrypoint closes the MPI ports to the management network in the node's network namespace.
+            "capabilities": ["NET_ADMIN"] if multinode and node["mpi_firewall"] else [],
             "labels": {"dgx-spark.specdec/cluster": cluster, "dgx-spark.specdec/rank": str(rank),
                        "dgx-spark.specdec/role": ("head" if rank == 0 else "worker") if multinode else "single"},
         }
@@ -604,10 +650,10 @@ def _downloads(node, model, draft_model, draft_dir):
                           "marker": "%s/hub/%s/%s" % (node["hf_cache_dir"], hub, MARKER)})
         waits.append("%s/hub/%s/%s" % (HF_MOUNT, hub, MARKER))
     if draft_model and draft_dir:
-        relative = posixpath.normpath(draft_dir)[len(MODELS_MOUNT) + 1:]
         if _is_path(draft_model):
             waits.append(draft_model)
         else:
+            relative = posixpath.normpath(draft_dir)[len(MODELS_MOUNT) + 1:]
             downloads.append({"repo": draft_model, "local_dir": draft_dir,
                               "marker": "%s/%s/%s" % (node["models_dir"], relative, MARKER)})
             waits.append("%s/%s/%s" % (MODELS_MOUNT, relative, MARKER))
@@ -673,6 +719,7 @@ def _node_settings(host, rank, multinode, version, variables, profile, spark, er
         "env": r.env("trtllm_container_env", "container_env"),
         "devices": r.strings("trtllm_container_devices", fmt="device"),
         "install_sshd": r.boolean("trtllm_container_install_sshd", None, True),
+        "mpi_firewall": r.boolean("trtllm_container_mpi_firewall", None, True),
         "ssh_port": r.integer("trtllm_container_ssh_port", None, 2233, 1, 65535) or 2233,
         "cuda_env": r.env("trtllm_container_cuda_env", None, DEFAULT_CUDA_ENV),
         "slots": r.integer("openmpi_hostfile_slots", None, 1, 1) or 1,
@@ -703,8 +750,12 @@ def _image(reader, version):
     return None
 
 
-def _plan_links(nodes, node_vars, facts, top, errors):
-    """Netplan documents, QSFP addresses and hostfile addresses of a multi-node cluster."""
+def _plan_links(nodes, node_vars, facts, top, errors, need_addresses=True):
+    """Netplan documents, QSFP addresses and hostfile addresses of a multi-node cluster.
+
+    ``need_addresses``: the serving plan needs every node's QSFP addresses now (sshd, the hostfile); with the
+    link-local plan they exist only once the link is applied, so plan the link alone first (qsfp_link.yml).
+    """
     plan = top.choice("netplan_qsfp_plan", None, "addresses", ("addresses", "link_local"))
     preset = top.choice("netplan_qsfp_preset", None, "seed", tuple(net.PRESETS))
     interfaces = top.strings("netplan_qsfp_interfaces", default=list(net.QSFP_INTERFACES), fmt="iface")
@@ -725,7 +776,8 @@ def _plan_links(nodes, node_vars, facts, top, errors):
             errors.append("netplan_qsfp_addresses on %s: %s is not a mapping of QSFP netdev to A.B.C.D/N"
                           % (host, _show(addresses)))
             addresses = {}
-        management = str(variables.get("netplan_qsfp_management_address") or "")
+        management = _Reader(host, variables, {}, errors).string("netplan_qsfp_management_address", fmt="ip",
+                                                                 required=False) or ""
         if not management:
             candidate = str(variables.get("ansible_host") or "")
             management = candidate if _is_ip(candidate) else (spark.get("default_ipv4") or {}).get("address", "")
@@ -754,12 +806,13 @@ def _plan_links(nodes, node_vars, facts, top, errors):
         override = reader.strings("trtllm_container_qsfp_addresses", default=[], fmt="ip")
         if override:
             addresses = override
-        if not addresses:
-            return_errors.append("QSFP addresses of %s: none (plan %s found no address on %s); give "
-                                 "netplan_qsfp_addresses or use the addresses plan" % (
-                                     host, plan, ", ".join(planned["up"])))
+        if not addresses and need_addresses:
+            return_errors.append("QSFP addresses of %s: none yet on %s (netplan_qsfp_plan=%s assigns them when the "
+                                 "link is applied): run playbooks/qsfp_link.yml first, or use the addresses plan"
+                                 % (host, ", ".join(planned["up"]), plan))
             continue
-        hostfile_address = reader.string("openmpi_hostfile_address", None, addresses[0], fmt="ip")
+        hostfile_address = reader.string("openmpi_hostfile_address", None, addresses[0] if addresses else None,
+                                         fmt="ip", required=need_addresses)
         if hostfile_address and hostfile_address not in addresses:
             reader.fail("openmpi_hostfile_address", hostfile_address,
                         "one of this node's QSFP addresses (%s): mpirun hangs when the hostfile IPs differ from the "

@@ -82,7 +82,7 @@ def _derive(base, add=None, remove=(), change=None):
 # ---------------------------------------------------------------------------
 # Release tables.
 # Field order is the canonical order of the rendered file: the keys the DGX Spark playbooks
-# use come first, so a rendered file reads like the seeds; the rest follow alphabetically.
+# use come first, so a rendered file reads like NVIDIA's DGX Spark playbooks; the rest follow alphabetically.
 # ---------------------------------------------------------------------------
 
 _TOP_12 = {
@@ -927,7 +927,7 @@ def serve_argv(model, options_path, tp_size, host, port, flags=None, trust_remot
 
 
 def mpirun_argv(exports, command):
-    """The seeds' multi-node launch: ``mpirun -x VAR... trtllm-llmapi-launch COMMAND``.
+    """The multi-node launch of NVIDIA's two-Spark playbook: ``mpirun -x VAR... trtllm-llmapi-launch COMMAND``.
 
     One rank per node comes from the hostfile and OMPI_MCA_rmaps_ppr_n_pernode=1 in the container's
     environment; rank 0 runs the server, the others serve as its workers.

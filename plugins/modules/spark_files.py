@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: spark_files
-short_description: Create related directories and write related files on a node in one call
+short_description: Create related directories, files and SSH keys on a node in one call
 version_added: 0.2.0
 author:
   - DGX Spark speculative-decoding collection maintainers (@dgx-spark)
@@ -17,7 +17,7 @@ description:
     their owner, group and mode, in one call instead of one task per file, so a run that changes nothing stays quick.
   - Files are written atomically and only when their content, owner, group or mode differ. Directories are created in
     the order given. Reports the paths it changed.
-  - For secrets use M(ansible.builtin.copy) with C(no_log); this module shows file contents in its diff.
+  - Its diff shows file contents, so set C(no_log=true) on a task that writes a secret.
 extends_documentation_fragment:
   - dgx_spark.specdec.attributes
   - dgx_spark.specdec.attributes.ACTIONGROUP_SPECDEC
@@ -40,6 +40,19 @@ options:
     type: list
     elements: dict
     default: []
+  absent:
+    description: Files to remove when present.
+    type: list
+    elements: path
+    default: []
+  ssh_keys:
+    description:
+      - Ed25519 key pairs to generate with C(ssh-keygen) where they are missing, with C(path) (of the private key, 0600,
+        owned by root) and C(comment). Existing keys are kept. The private key never leaves the node; the public keys are
+        returned in RV(public_keys).
+    type: list
+    elements: dict
+    default: []
 """
 
 EXAMPLES = r"""
@@ -59,6 +72,11 @@ changed_paths:
   type: list
   elements: str
   sample: [/home/nvidia/.dgx-spark/openmpi-hostfile]
+public_keys:
+  description: The public key of each pair of O(ssh_keys), by private key path (empty in check mode for a key not made yet).
+  returned: always
+  type: dict
+  sample: {/home/nvidia/.dgx-spark/ssh/id_ed25519: "ssh-ed25519 AAAAC3Nza... trtllm-multinode@spark-a"}
 """
 
 import grp
@@ -77,19 +95,64 @@ def _ids(module, item):
         uid = pwd.getpwnam(owner).pw_uid
     except KeyError:
         module.fail_json(msg="%s: owner %s does not exist on this node" % (item["path"], owner))
-    try:
-        gid = grp.getgrnam(group).gr_gid
-    except KeyError:
+    if item.get("group"):
+        try:
+            gid = grp.getgrnam(group).gr_gid
+        except KeyError:
+            module.fail_json(msg="%s: group %s does not exist on this node" % (item["path"], group))
+    else:
         gid = pwd.getpwnam(owner).pw_gid
     return uid, gid
 
 
 def _mode(module, item, default):
-    text = str(item.get("mode") or default)
+    mode = item.get("mode") or default
+    if isinstance(mode, int):
+        return mode  # an unquoted YAML 0644 arrives as 420, as Ansible's file modules take it
+    text = str(mode)
     try:
         return int(text, 8)
     except ValueError:
         return module.fail_json(msg="%s: mode %s is not an octal string such as 0644" % (item["path"], text))
+
+
+def _precheck(module):
+    """Fail before changing anything when an item cannot be applied."""
+    planned = set()
+    for item in module.params["directories"]:
+        path = item.get("path")
+        if not path or not os.path.isabs(path):
+            module.fail_json(msg="directories: %r is not an absolute path" % path)
+        if os.path.lexists(path) and not os.path.isdir(path):
+            module.fail_json(msg="directories: %s exists and is not a directory" % path)
+        planned.add(os.path.normpath(path))
+    for item in module.params["files"]:
+        path = item.get("path")
+        if not path or not os.path.isabs(path):
+            module.fail_json(msg="files: %r is not an absolute path" % path)
+        if os.path.isdir(path) and not os.path.islink(path):
+            module.fail_json(msg="%s is a directory" % path)
+        parent = os.path.dirname(path)
+        if not os.path.isdir(parent) and os.path.normpath(parent) not in planned:
+            module.fail_json(msg="%s: the directory %s does not exist" % (path, parent))
+    for path in module.params["absent"]:
+        if not os.path.isabs(path):
+            module.fail_json(msg="absent: %r is not an absolute path" % path)
+        if os.path.isdir(path) and not os.path.islink(path):
+            module.fail_json(msg="absent: %s is a directory; only files are removed" % path)
+
+
+def _makedirs(path, uid, gid, mode):
+    """Create path and its missing parents, all with the owner and mode asked for the path."""
+    missing = []
+    probe = path
+    while not os.path.isdir(probe):
+        missing.append(probe)
+        probe = os.path.dirname(probe)
+    for directory in reversed(missing):
+        os.mkdir(directory)
+        os.chown(directory, uid, gid)
+        os.chmod(directory, mode)
 
 
 def _needs_attrs(path, uid, gid, mode):
@@ -100,43 +163,40 @@ def _needs_attrs(path, uid, gid, mode):
 def main():
     module = AnsibleModule(
         argument_spec=dict(directories=dict(type="list", elements="dict", default=[]),
-                           files=dict(type="list", elements="dict", default=[])),
+                           files=dict(type="list", elements="dict", default=[]),
+                           absent=dict(type="list", elements="path", default=[]),
+                           ssh_keys=dict(type="list", elements="dict", default=[], no_log=False)),
         supports_check_mode=True,
     )
+    _precheck(module)
     changed = []
     diffs = []
     for item in module.params["directories"]:
-        path = item.get("path")
-        if not path or not os.path.isabs(path):
-            module.fail_json(msg="directories: %r is not an absolute path" % path)
+        path = item["path"]
         uid, gid = _ids(module, item)
         mode = _mode(module, item, "0755")
         if not os.path.isdir(path):
             changed.append(path)
             diffs.append(dict(before_header=path, after_header=path, before="(absent)\n", after="(directory)\n"))
             if not module.check_mode:
-                os.makedirs(path, exist_ok=True)
-                os.chown(path, uid, gid)
-                os.chmod(path, mode)
+                _makedirs(path, uid, gid, mode)
         elif _needs_attrs(path, uid, gid, mode):
             changed.append(path)
             if not module.check_mode:
                 os.chown(path, uid, gid)
                 os.chmod(path, mode)
     for item in module.params["files"]:
-        path = item.get("path")
-        if not path or not os.path.isabs(path):
-            module.fail_json(msg="files: %r is not an absolute path" % path)
+        path = item["path"]
         content = to_bytes(item.get("content") or "")
         uid, gid = _ids(module, item)
         mode = _mode(module, item, "0644")
-        try:
-            with open(path, "rb") as handle:
-                current = handle.read()
-        except FileNotFoundError:
-            current = None
-        except IsADirectoryError:
-            module.fail_json(msg="%s is a directory" % path)
+        current = None
+        if not os.path.islink(path):  # a symlink is replaced by a regular file: its target is not ours to write
+            try:
+                with open(path, "rb") as handle:
+                    current = handle.read()
+            except FileNotFoundError:
+                pass
         if current != content:
             changed.append(path)
             diffs.append(dict(before_header=path, after_header=path,
@@ -144,8 +204,6 @@ def main():
                               after=to_native(content, errors="replace")))
             if not module.check_mode:
                 parent = os.path.dirname(path)
-                if not os.path.isdir(parent):
-                    module.fail_json(msg="%s: the directory %s does not exist" % (path, parent))
                 fd, tmp = tempfile.mkstemp(prefix=".spark_files.", dir=parent)
                 try:
                     with os.fdopen(fd, "wb") as handle:
@@ -161,7 +219,30 @@ def main():
             if not module.check_mode:
                 os.chown(path, uid, gid)
                 os.chmod(path, mode)
-    result = dict(changed=bool(changed), changed_paths=changed)
+    for path in module.params["absent"]:
+        if os.path.lexists(path):
+            changed.append(path)
+            diffs.append(dict(before_header=path, after_header=path, before="(present)\n", after="(absent)\n"))
+            if not module.check_mode:
+                os.unlink(path)
+    public_keys = {}
+    for item in module.params["ssh_keys"]:
+        path = item.get("path")
+        if not path or not os.path.isabs(path):
+            module.fail_json(msg="ssh_keys: %r is not an absolute path" % path)
+        if not os.path.exists(path) or not os.path.exists(path + ".pub"):
+            changed.append(path)
+            if module.check_mode:
+                public_keys[path] = ""
+                continue
+            for stale in (path, path + ".pub"):
+                if os.path.lexists(stale):
+                    os.unlink(stale)
+            module.run_command(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", item.get("comment") or "",
+                                "-f", path], check_rc=True)
+        with open(path + ".pub", encoding="utf-8") as handle:
+            public_keys[path] = handle.read().strip()
+    result = dict(changed=bool(changed), changed_paths=changed, public_keys=public_keys)
     if module._diff and diffs:
         result["diff"] = diffs
     module.exit_json(**result)

@@ -51,22 +51,32 @@ attributes:
     support: full
   action:
     support: full
+    description: Runs on the controller; reads the inventory and the nodes' facts, never the nodes themselves.
 options:
   profile:
     description:
-      - The profile of the seed the playbook reproduces (the playbook's C(specdec_profile)), for example C(trtllm_version),
+      - The profile of the NVIDIA playbook the playbook reproduces (its C(specdec_profile)), for example C(trtllm_version),
         C(container_mode) (C(single) or C(multinode)), C(method), C(model), C(draft_model), C(draft_dir),
         C(max_draft_len), C(options), C(tp_size), C(host), C(port), C(api), C(prompt), C(max_tokens).
       - Inventory variables win over the profile.
+      - Required with O(scope=serve).
     type: dict
-    required: true
+  scope:
+    description:
+      - V(serve) plans everything a serving playbook applies. V(network) plans only the QSFP link of each cluster of two
+        or more Sparks (netplan documents and addresses), for M(dgx_spark.specdec.netplan_qsfp) alone; the C(container),
+        C(hostfile) and C(serve) parts are null.
+    type: str
+    choices: [serve, network]
+    default: serve
   group:
     description: The inventory group of all Sparks, whose order is the inventory order of the cluster members.
     type: str
     default: sparks
 notes:
   - Run M(dgx_spark.specdec.spark_facts) on every node of the cluster first, in the same play.
-  - The Hugging Face token never reaches the plan; only whether a node has one.
+  - The Hugging Face token never reaches the plan. The containers name its file with C(HF_TOKEN_PATH); the
+    trtllm_container role writes the file where a token is set.
 """
 
 EXAMPLES = r"""
@@ -104,7 +114,9 @@ errors:
   returned: failure
   type: list
   elements: str
-  sample: ["specdec_serve_model on spark-a (cluster sparks): \"nvidia//Qwen\" is not a Hugging Face model id (owner/name) or an absolute path inside the container"]
+  sample:
+    - specdec_serve_model on spark-a (cluster sparks) - "nvidia//Qwen" is not a Hugging Face model id (owner/name) or an absolute path
+      inside the container
 ansible_facts:
   description: Facts set on the host.
   returned: success
@@ -125,7 +137,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(profile=dict(type="dict", required=True), group=dict(type="str", default="sparks")),
+        argument_spec=dict(profile=dict(type="dict"), group=dict(type="str", default="sparks"),
+                           scope=dict(type="str", default="serve", choices=["serve", "network"])),
+        required_if=[("scope", "serve", ["profile"])],
         supports_check_mode=True,
     )
     module.fail_json(msg="dgx_spark.specdec.specdec_plan runs on the controller as an action plugin; this module file "

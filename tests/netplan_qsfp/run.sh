@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end test of the netplan_qsfp role on two throwaway containers (see lab.sh).
+# End-to-end test of playbooks/qsfp_link.yml (spark_facts -> specdec_plan scope=network -> netplan_qsfp check
+# -> netplan_qsfp) on two throwaway containers (see lab.sh); converge.yml imports that playbook.
 # Run from anywhere as root: tests/netplan_qsfp/run.sh [--keep]. Logs: $NQ_LOGDIR (/tmp/netplan_qsfp-test).
 # The checks are eval strings that expand later, on purpose: single quotes keep them literal.
 # shellcheck disable=SC2016
@@ -18,18 +19,24 @@ ok()   { PASS=$((PASS + 1)); printf 'PASS  %s\n' "$*"; }
 bad()  { FAIL=$((FAIL + 1)); printf 'FAIL  %s\n' "$*"; }
 check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
 
-# play NAME [ansible-playbook args...]: sets RC, LOG, SECS, CHANGED (sum over hosts)
+# play NAME [ansible-playbook args...]: sets RC, LOG, SECS, CHANGED (sum over hosts).
+# Runs converge.yml, or $PLAYBOOK (a file in this directory) when set: PLAYBOOK=preflight.yml play NAME ...
 play() {
   local name=$1; shift
   N=$((N + 1)); LOG="$LOGDIR/$(printf '%02d' "$N")-$name.log"
   local start; start=$(date +%s.%N)
-  "$REPO/.venv/bin/ansible-playbook" -i "$HERE/inventory.yml" "$HERE/converge.yml" "$@" >"$LOG" 2>&1
+  "$REPO/.venv/bin/ansible-playbook" -i "$HERE/inventory.yml" "$HERE/${PLAYBOOK:-converge.yml}" "$@" >"$LOG" 2>&1
   RC=$?
   SECS=$(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)")
   CHANGED=$(grep -Eo 'changed=[0-9]+' "$LOG" | cut -d= -f2 | paste -sd+ | bc)
   printf '      [%s] rc=%s changed=%s %ss (%s)\n' "$name" "$RC" "${CHANGED:-?}" "$SECS" "$LOG"
 }
 has() { grep -qF -- "$1" "$LOG"; }
+# refused MSG...: the run failed in the plan (pre-flight, before the role writes anything) with every MSG.
+refused() {
+  [ "$RC" -ne 0 ] && has "problem(s) found before anything changed" && ! has "Write the QSFP netplan file" || return 1
+  local m; for m in "$@"; do has "$m" || return 1; done
+}
 sha() { docker exec "$1" sh -c "sha1sum $2 2>/dev/null | cut -c1-40 || echo absent"; }
 addrs() { docker exec "$1" sh -c 'for i in enp1s0f1np1 enP2p1s0f1np1; do ip -o -4 addr show dev $i | awk "{print \$2, \$4}"; done' | paste -sd' '; }
 
@@ -74,30 +81,42 @@ check "management eth0 untouched" test -n "$(docker exec $A ip -o -4 addr show d
 check "no run directory left behind" test -z "$(docker exec $A sh -c 'ls -d /var/lib/netplan_qsfp/run-* 2>/dev/null')"
 SEED_A=$(sha $A /etc/netplan/40-cx7.yaml); SEED_B=$(sha $B /etc/netplan/40-cx7.yaml)
 
-echo "== 4. check mode with another preset; validate entry point"
+echo "== 4. check mode with another preset and plan; the read-only pre-flight alone"
 play check-mode --check --diff -e netplan_qsfp_preset=two_subnets
 check "check mode reports the change" eval '[ "$RC" -eq 0 -a "$CHANGED" -gt 0 ] && has "+        - 192.168.100.10/24"'
 check "check mode wrote nothing" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$SEED_A" -a "$(addrs $A)" = "enp1s0f1np1 192.168.200.12/24 enP2p1s0f1np1 192.168.200.14/24"
 play check-link-local --check --diff -e netplan_qsfp_plan=link_local
 check "link_local plan renders link-local: [ipv4]" eval '[ "$RC" -eq 0 ] && has "+      link-local: [ipv4]"'
-play validate-only -e netplan_qsfp_test_entry=validate
-check "tasks_from: validate passes read-only" test "$RC" -eq 0 -a "$CHANGED" -eq 0
+PLAYBOOK=preflight.yml play preflight-only
+check "pre-flight alone (spark_facts, specdec_plan, tasks_from: check) passes read-only" eval '[ "$RC" -eq 0 -a "$CHANGED" -eq 0 ] &&
+  has "Check the planned netplan file with netplan generate" && ! has "Write the QSFP netplan file"'
+check "pre-flight wrote nothing" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$SEED_A" -a "$(sha $B /etc/netplan/40-cx7.yaml)" = "$SEED_B"
 
 echo "== 5. invalid plans fail before anything is written"
 play bad-address -e '{"netplan_qsfp_addresses": {"enp1s0f1np1": "192.168.200.300/24"}}'
-check "bad CIDR fails naming the variable and host" eval '[ "$RC" -ne 0 ] && has '\''netplan_qsfp_addresses on nq-spark-a: "192.168.200.300/24" for enp1s0f1np1 is not an IPv4 address'\'''
+check "bad CIDR fails naming the variable, host and value" refused \
+  "netplan_qsfp_addresses on nq-spark-a (enp1s0f1np1): '192.168.200.300/24' is not an IPv4 address with a prefix length"
 play bad-key -e '{"netplan_qsfp_addresses": {"eth0": "192.168.50.1/24"}}'
-check "non-QSFP key fails" eval '[ "$RC" -ne 0 ] && has '\''netplan_qsfp_addresses on nq-spark-b: key "eth0" is not a QSFP netdev'\'''
+check "non-QSFP key fails" refused "netplan_qsfp_addresses on nq-spark-b: 'eth0' is not a QSFP netdev"
 play duplicate -e '{"netplan_qsfp_addresses": {"enp1s0f1np1": "192.168.200.20/24"}}'
-check "same address on both nodes fails" eval '[ "$RC" -ne 0 ] && has '\''192.168.200.20 is planned more than once (nq-spark-a enp1s0f1np1, nq-spark-b enp1s0f1np1)'\'''
+check "same address on both nodes fails" refused "netplan_qsfp_addresses on nq-spark-a, netplan_qsfp_addresses on nq-spark-b: \
+192.168.200.20 is planned more than once (nq-spark-a enp1s0f1np1, nq-spark-b enp1s0f1np1)"
 play subnets -e '{"netplan_qsfp_addresses": "{{ {\"enp1s0f1np1\": \"192.168.200.20/24\"} if inventory_hostname == \"nq-spark-a\" else {\"enp1s0f1np1\": \"192.168.201.21/24\"} }}"}'
-check "ends of a link in different subnets fail" eval '[ "$RC" -ne 0 ] && has '\''the ends of link enp1s0f1np1 are in different subnets'\'''
+check "ends of a link in different subnets fail" refused "netplan_qsfp_addresses on nq-spark-a, netplan_qsfp_addresses on nq-spark-b: \
+the ends of link enp1s0f1np1 are in different subnets (nq-spark-a 192.168.200.20/24, nq-spark-b 192.168.201.21/24)"
 play not-up -e '{"netplan_qsfp_addresses": {"enp1s0f0np0": "192.168.202.1/24"}}'
-check "address on a Down netdev fails" eval '[ "$RC" -ne 0 ] && has '\''enp1s0f0np0 is not Up (Up: enp1s0f1np1, enP2p1s0f1np1'\'''
-play disruptive -e netplan_qsfp_management_address=192.168.200.99
-check "plan touching the management path is refused" eval '[ "$RC" -ne 0 ] && has '\''could cut it off from the controller'\'' && has '\''lies in the planned subnet 192.168.200.0/24'\'''
-play disruptive-allowed -e netplan_qsfp_management_address=192.168.200.99 -e netplan_qsfp_allow_disruptive=true
-check "netplan_qsfp_allow_disruptive=true lets it through" eval '[ "$RC" -eq 0 -a "$CHANGED" -eq 0 ] && has "Allowed by netplan_qsfp_allow_disruptive"'
+check "address on a Down netdev fails" refused \
+  "netplan_qsfp_addresses on nq-spark-a: 'enp1s0f0np0' is not Up (Up: enp1s0f1np1, enP2p1s0f1np1, from ibdev2netdev)" \
+  "netplan_qsfp_addresses on nq-spark-b: 'enp1s0f0np0' is not Up (Up: enp1s0f1np1, enP2p1s0f1np1, from /sys/class/net/*/operstate)"
+# 192.168.200.12 is node a's address on enp1s0f1np1 since the first run: the plan reconfigures the netdev that
+# carries it (node a) and puts it inside a planned subnet (both nodes).
+play disruptive -e netplan_qsfp_management_address=192.168.200.12
+check "plan touching the management path is refused" refused \
+  "netplan_qsfp_preset=seed on nq-spark-a: enp1s0f1np1 carries the management address 192.168.200.12; configuring it could cut the node off from the controller (set netplan_qsfp_allow_disruptive: true to override)" \
+  "netplan_qsfp_preset=seed on nq-spark-b: the management address 192.168.200.12 lies in the planned subnet 192.168.200.0/24 (192.168.200.13/24 on enp1s0f1np1) (set netplan_qsfp_allow_disruptive: true to override)"
+play disruptive-allowed -e netplan_qsfp_management_address=192.168.200.12 -e netplan_qsfp_allow_disruptive=true
+check "netplan_qsfp_allow_disruptive=true lets it through (changed=0)" \
+  eval '[ "$RC" -eq 0 -a "$CHANGED" -eq 0 ] && ! has "netplan_qsfp_allow_disruptive: true to override"'
 check "nothing written by the failed runs" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$SEED_A" -a "$(sha $B /etc/netplan/40-cx7.yaml)" = "$SEED_B"
 
 echo "== 6. rollback"
@@ -121,11 +140,14 @@ check "seed again: changed=0" test "$RC" -eq 0 -a "$CHANGED" -eq 0
 echo "== 8. cabling faults"
 "$HERE/lab.sh" wire cross
 play mismatch
-check "mismatched port pair fails naming each node's Up ports" eval '[ "$RC" -ne 0 ] && has '\''nq-spark-a: enp1s0f1np1, enP2p1s0f1np1 (port 1, from ibdev2netdev); nq-spark-b: enp1s0f0np0, enP2p1s0f0np0 (port 0, from /sys/class/net/*/operstate)'\'''
-check "mismatch failed before writing" eval '[ "$(sha $A /etc/netplan/40-cx7.yaml)" = "$SEED_A" -a "$(sha $B /etc/netplan/40-cx7.yaml)" = "$SEED_B" ] && ! grep -q '\''Write the QSFP netplan file'\'' "$LOG"'
+check "mismatched port pair fails naming each node's Up ports" refused "The nodes do not see the same QSFP ports Up" \
+  "nq-spark-a: enp1s0f1np1, enP2p1s0f1np1 (port 1, from ibdev2netdev); nq-spark-b: enp1s0f0np0, enP2p1s0f0np0 (port 0, from /sys/class/net/*/operstate)"
+check "mismatch failed before writing" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$SEED_A" -a "$(sha $B /etc/netplan/40-cx7.yaml)" = "$SEED_B"
 "$HERE/lab.sh" wire none
 play unplugged
-check "no Up port fails with 'cable unplugged?'" eval '[ "$RC" -ne 0 ] && has '\''No QSFP port is Up on nq-spark-a, nq-spark-b (cable unplugged?)'\'''
+check "no Up port fails with 'cable unplugged?'" refused \
+  "nq-spark-a: no QSFP port is Up (from ibdev2netdev); nq-spark-b: no QSFP port is Up (from /sys/class/net/*/operstate): cable unplugged?"
+check "unplugged failed before writing" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$SEED_A" -a "$(sha $B /etc/netplan/40-cx7.yaml)" = "$SEED_B"
 
 if [[ $KEEP == 0 ]]; then "$HERE/lab.sh" down; fi
 echo

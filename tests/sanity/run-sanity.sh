@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Copyright (c) dgx_spark.specdec contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright (c) 2026, DGX Spark speculative-decoding collection maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Run `ansible-test sanity --local --python 3.11` for this collection on a host
 # whose only network access is PyPI and the Debian mirror.

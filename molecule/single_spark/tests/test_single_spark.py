@@ -1,6 +1,7 @@
 """Verify the single-Spark Draft-Target converge in the lab (testinfra, node spark-a)."""
 
 import os
+import subprocess
 import sys
 
 import pytest
@@ -32,6 +33,7 @@ def test_container_runs_with_the_seed_settings(container):
     limits = {u["Name"]: (u["Soft"], u["Hard"]) for u in hc["Ulimits"]}
     assert limits["memlock"] == (8388608, 8388608)  # the lab's value; -1 on a Spark
     assert limits["stack"] == (67108864, 67108864)
+    # Docker supervises the server: it is the container's own process, restarted when it exits.
     assert hc["RestartPolicy"]["Name"] == "unless-stopped"
     assert not hc.get("DeviceRequests")  # trtllm_container_gpus: never in the lab
     assert container["Config"]["Image"] == "local/tensorrt-llm-standin:1.2.0rc6"
@@ -73,13 +75,11 @@ def test_models_downloaded_once(host):
     assert host.file(vh.home("spark-a") + "/models/Llama-3.1-8B-Instruct-FP4/.dgx-spark-complete").exists
 
 
-def test_server_flags(host):
-    args = vh.in_container(host, "spark-a", "cat /proc/$(cat /run/dgx-spark-serve.pid)/cmdline | tr '\\0' ' '").stdout
-    words = args.split()
-    # argv is [python, /path/to/trtllm-serve, ...] for a console script.
-    serve = next(i for i, w in enumerate(words) if w.endswith("trtllm-serve"))
-    assert words[serve + 1:] == [
-        "nvidia/Llama-3.3-70B-Instruct-FP4", "--backend", "pytorch", "--tp_size", "1", "--max_batch_size", "1",
+def test_server_flags(container):
+    cmd = container["Config"]["Cmd"]
+    assert cmd[:2] == ["/bin/bash", "/etc/dgx-spark/entrypoint.sh"] and "--sshd" not in cmd
+    assert cmd[cmd.index("--") + 1:] == [
+        "trtllm-serve", "nvidia/Llama-3.3-70B-Instruct-FP4", "--backend", "pytorch", "--tp_size", "1", "--max_batch_size", "1",
         "--kv_cache_free_gpu_memory_fraction", "0.9",
         "--extra_llm_api_options", "/etc/dgx-spark/extra-llm-api-config.yml", "--host", "localhost", "--port", "8000"]
 
@@ -94,7 +94,56 @@ def test_endpoint_answers(host):
 
 def test_token_never_exposed(host, container):
     assert vh.TOKEN and vh.TOKEN not in str(container)
-    assert vh.TOKEN not in vh.in_container(host, "spark-a", "cat /var/log/trtllm-serve.log").stdout
+    assert vh.TOKEN not in vh.logs("spark-a")
     assert vh.TOKEN not in vh.in_container(host, "spark-a", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '").stdout
     assert vh.TOKEN not in host.run("cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '").stdout
-    assert vh.TOKEN not in host.run("docker logs %s 2>&1", vh.serving_container("spark-a")).stdout
+
+
+def test_nothing_but_the_endpoint_listens_on_the_management_interface(host):
+    management = host.check_output("ip -o -4 addr show dev eth0").split()[3].split("/")[0]
+    exposed = [line for line in vh.in_container(host, "spark-a", "ss -Hltn").stdout.splitlines()
+               if line.split()[3].rsplit(":", 1)[0] in ("0.0.0.0", "*", "[::]", management)]
+    assert exposed == [], exposed  # the draft-target profile listens on localhost:8000 only
+
+
+def test_a_restart_of_the_container_brings_the_endpoint_back_then_a_run_changes_nothing(host):
+    vh.docker("restart", vh.serving_container("spark-a"))
+    vh.wait_for_endpoint(host, "http://127.0.0.1:8000/health")
+    rc, output = vh.run_playbook("single_spark_draft_target.yml")
+    assert rc == 0 and vh.changed_total(output) == 0, output[-3000:]
+    assert vh.TOKEN not in output
+
+
+def test_kill_9_of_the_server_brings_it_back(host):
+    name = vh.serving_container("spark-a")
+    before = vh.docker("inspect", "--format", "{{.RestartCount}}", name).stdout.strip()
+    top = vh.docker("top", name, "-eo", "pid,args").stdout.splitlines()[1:]
+    server = [line.split()[0] for line in top if "trtllm-serve" in line]
+    assert server, top
+    subprocess.run(["kill", "-9", server[0]], check=True)
+    vh.wait_for_endpoint(host, "http://127.0.0.1:8000/health")
+    assert int(vh.docker("inspect", "--format", "{{.RestartCount}}", name).stdout.strip()) > int(before)
+
+
+# The other one-Spark playbooks, then the teardown, on the same lab node (last: they replace the server).
+
+@pytest.mark.parametrize("playbook, model", [
+    ("single_spark_eagle3.yml", "openai/gpt-oss-120b"),
+    ("single_spark_low_latency.yml", "openai/gpt-oss-120b"),
+])
+def test_other_single_spark_playbooks_serve_and_are_idempotent(host, playbook, model):
+    rc, output = vh.run_playbook(playbook)
+    assert rc == 0, output[-3000:]
+    status, body = vh.http_get(host, "http://127.0.0.1:8000/v1/models")
+    assert status == 200 and [m["id"] for m in yaml.safe_load(body)["data"]] == [model]
+    rc, output = vh.run_playbook(playbook)
+    assert rc == 0 and vh.changed_total(output) == 0, output[-3000:]
+
+
+def test_teardown_removes_the_container_and_keeps_the_models(host):
+    rc, output = vh.run_playbook("teardown.yml")
+    assert rc == 0, output[-3000:]
+    assert vh.docker("inspect", vh.serving_container("spark-a"), check=False).returncode != 0
+    assert host.file(vh.home("spark-a") + "/models/Llama-3.1-8B-Instruct-FP4/.dgx-spark-complete").exists
+    rc, output = vh.run_playbook("teardown.yml")
+    assert rc == 0 and vh.changed_total(output) == 0, output[-3000:]

@@ -73,19 +73,43 @@ def test_mpirun_reaches_both_nodes(host, node):
 def test_container_environment_and_mounts(host, node):
     c = vh.inspect(host, node)
     env = dict(e.split("=", 1) for e in c["Config"]["Env"])
-    for key in ("UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include"):
+    for key in ("UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_oob_tcp_if_include"):
         assert env[key] == "enp1s0f1np1,enP2p1s0f1np1"
     assert env["OMPI_MCA_orte_default_hostfile"] == "/etc/openmpi-hostfile"
     assert env["OMPI_MCA_rmaps_ppr_n_pernode"] == "1"
     assert env["OMPI_ALLOW_RUN_AS_ROOT"] == env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] == "1"
     assert env["CPATH"] == "/usr/local/cuda/include"
     assert env["TRITON_PTXAS_PATH"] == "/usr/local/cuda/bin/ptxas"
-    assert c["Config"]["Cmd"] == ["/bin/bash", "/etc/dgx-spark/entrypoint.sh"]
-    # Only the configuration directory (cluster key, ssh config) is mounted, never ~/.ssh.
+    # The server (head) or sshd (worker) is the container's own process, supervised by Docker.
+    cmd = c["Config"]["Cmd"]
+    assert cmd[:2] == ["/bin/bash", "/etc/dgx-spark/entrypoint.sh"]
+    if node == "spark-a":
+        assert cmd[cmd.index("--") + 1] == "mpirun"
+    else:
+        assert cmd[cmd.index("--sshd") + 1] == "/etc/dgx-spark/ssh/sshd_config" and "--" not in cmd
+    assert cmd[cmd.index("--firewall") + 1:cmd.index("--firewall") + 3] == ["50100:50132", "enp1s0f1np1,enP2p1s0f1np1"]
+    assert c["HostConfig"]["CapAdd"] == ["NET_ADMIN"]
+    assert c["HostConfig"]["RestartPolicy"]["Name"] == "unless-stopped"
+    assert c["State"]["Running"]
+    # Only the configuration directory (keys, ssh config) is mounted, never ~/.ssh.
     assert sorted(m["Destination"] for m in c["Mounts"]) == ["/etc/dgx-spark", "/models", "/root/.cache/huggingface"]
     hostfile = vh.in_container(host, node, "cat /etc/openmpi-hostfile").stdout
     assert [line.split()[0] for line in hostfile.splitlines() if not line.startswith("#")] == \
         ["192.168.200.12", "192.168.200.13"]
+
+
+def test_each_node_generated_its_own_keys(host, node):
+    with host.sudo():
+        for name in ("id_ed25519", "ssh_host_ed25519_key"):
+            key = host.file(vh.home(node) + "/.dgx-spark/ssh/" + name)
+            assert key.mode == 0o600 and key.user == "root"
+            assert "PRIVATE KEY" in key.content_string
+    # Each node's home is a directory on the lab's host, where this test runs.
+    mine = _read(node, "id_ed25519.pub").split()[1]
+    theirs = _read(PEER[node], "id_ed25519.pub").split()[1]
+    assert mine != theirs
+    authorized = _read(node, "authorized_keys")
+    assert mine in authorized and theirs in authorized and authorized.count('from="') == 2
 
 
 def test_options_file_on_both_nodes(host, node):
@@ -105,34 +129,92 @@ def test_endpoint_on_8355_with_tp2_and_world_size_2(host, node):
         return
     status, body = vh.http_get(host, "http://127.0.0.1:8355/v1/models")
     assert status == 200 and yaml.safe_load(body)["data"][0]["id"] == "nvidia/Qwen3-235B-A22B-FP4"
-    args = vh.in_container(host, node, "cat /proc/$(cat /run/dgx-spark-serve.pid)/cmdline | tr '\\0' ' '").stdout
+    cmd = vh.inspect(host, node)["Config"]["Cmd"]
+    args = " ".join(cmd[cmd.index("--") + 1:])
     assert args.startswith("mpirun ") and "trtllm-llmapi-launch trtllm-serve" in args and "--tp_size 2" in args
-    log = vh.in_container(host, node, "cat /var/log/trtllm-serve.log").stdout
+    log = vh.logs(node)
     assert "world size 2" in log.lower() or "world_size=2" in log.lower(), log[-2000:]
 
 
 def test_token_never_exposed(host, node):
     c = vh.inspect(host, node)
     assert vh.TOKEN and vh.TOKEN not in str(c)
-    assert vh.TOKEN not in vh.in_container(host, node, "cat /var/log/trtllm-serve.log 2>/dev/null").stdout
+    assert vh.TOKEN not in vh.logs(node)
     assert vh.TOKEN not in vh.in_container(host, node, "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '").stdout
+
+
+def test_nothing_but_the_endpoint_listens_on_the_management_interface(host, node):
+    """From the peer, over the management network, only the head's OpenAI endpoint accepts a connection.
+
+    sshd listens on the QSFP addresses only. Open MPI 4.1 binds its listeners to every interface whatever
+    *_if_include says, so the plan pins them to ports 50100-50132 and the entrypoint closes those to every
+    interface but loopback and the QSFP ones; over the QSFP link they stay reachable.
+    """
+    management = host.check_output("ip -o -4 addr show dev eth0").split()[3].split("/")[0]
+    ports = set()
+    for line in vh.in_container(host, node, "ss -Hltn").stdout.splitlines():
+        address, port = line.split()[3].rsplit(":", 1)
+        if address in ("0.0.0.0", "*", "[::]", management):
+            ports.add(int(port))
+    assert 50100 in ports  # mpirun (head) or orted (worker): the reason for the firewall
+    peer = vh.node_name(PEER[node])
+    probe = "timeout 3 bash -c '</dev/tcp/%s/%d' 2>/dev/null && echo open || echo closed"
+    reachable = sorted(p for p in ports
+                       if vh.docker("exec", peer, "sh", "-c", probe % (management, p)).stdout.strip() == "open")
+    assert reachable == ([8355] if node == "spark-a" else []), reachable
+    # The MPI port stays reachable over the QSFP link (what mpirun needs).
+    assert vh.docker("exec", peer, "sh", "-c", probe % (PLAN[node][0], 50100)).stdout.strip() == "open"
+
+
+def test_a_restart_of_the_containers_brings_the_endpoint_back_then_a_run_changes_nothing(host, node):
+    if node != "spark-a":
+        pytest.skip("restarted from the head's test")
+    vh.docker("restart", vh.serving_container("spark-b"), vh.serving_container("spark-a"))
+    vh.wait_for_endpoint(host, "http://127.0.0.1:8355/health")
+    rc, output = vh.run_playbook("two_spark_eagle3.yml", "--diff")
+    assert rc == 0, output[-3000:]
+    assert vh.changed_total(output) == 0, output[-3000:]
+    # Nothing secret in the run's output: no private key, no token.
+    assert "PRIVATE KEY" not in output and vh.TOKEN not in output
+
+
+def test_kill_9_of_the_server_brings_it_back(host, node):
+    if node != "spark-a":
+        pytest.skip("the server runs on the head")
+    name = vh.serving_container("spark-a")
+    before = vh.docker("inspect", "--format", "{{.RestartCount}}", name).stdout.strip()
+    top = vh.docker("top", name, "-eo", "pid,args").stdout.splitlines()[1:]
+    server = [line.split()[0] for line in top if "trtllm-serve" in line and "mpirun" not in line]
+    assert server, top
+    subprocess.run(["kill", "-9", server[0]], check=True)
+    vh.wait_for_endpoint(host, "http://127.0.0.1:8355/health")
+    after = vh.docker("inspect", "--format", "{{.RestartCount}}", name).stdout.strip()
+    assert int(after) > int(before)
+
+
+def test_no_private_key_on_the_controller(host, node):
+    """Each node's private keys stay on it: none is in the controller's files (nor in the run's output, see above)."""
+    if node != "spark-a":
+        pytest.skip("checked once for both nodes")
+    needles = []
+    for n in PLAN:
+        for name in ("id_ed25519", "ssh_host_ed25519_key"):
+            key = _read(n, name)
+            body = [line for line in key.splitlines() if "PRIVATE KEY" not in line]
+            needles.append(body[1] if len(body) > 1 else body[0])
+    assert vh.controller_files_containing(needles) == []
 
 
 def test_unplugged_cable_fails_early_and_changes_nothing(host, node):
     """Last: take spark-b's Up links down, run the playbook, and expect a failure before any change."""
     if node != "spark-b":
         pytest.skip("the cable is pulled on the worker")
-    project = os.environ["MOLECULE_PROJECT_DIRECTORY"]
     before = _fingerprint(host)
     for iface in QSFP:
         host.run("sudo ip link set %s down", iface)
     try:
-        run = subprocess.run(
-            ["ansible-playbook", "-i", os.path.join(project, "inventories", "lab"),
-             os.path.join(project, "playbooks", "two_spark_eagle3.yml")],
-            cwd=project, capture_output=True, text=True, timeout=600, check=False)
-        output = run.stdout + run.stderr
-        assert run.returncode != 0
+        rc, output = vh.run_playbook("two_spark_eagle3.yml")
+        assert rc != 0
         assert "Pre-flight" in output.split("fatal:")[0].rsplit("PLAY [", 1)[-1], output[-3000:]
         assert "unplugged" in output.lower() or "no up qsfp" in output.lower(), output[-3000:]
         assert "changed=0" in output and "changed=1" not in output
@@ -140,6 +222,11 @@ def test_unplugged_cable_fails_early_and_changes_nothing(host, node):
     finally:
         for iface in QSFP:
             host.run("sudo ip link set %s up", iface)
+
+
+def _read(node, name):
+    with open(vh.home(node) + "/.dgx-spark/ssh/" + name, encoding="utf-8") as handle:
+        return handle.read()
 
 
 def _fingerprint(host):

@@ -3,11 +3,14 @@
 # trtllm-mn-entrypoint.sh). Docker runs it as the container's command and restarts the container when
 # the server exits, so the server comes back after a crash or a reboot without Ansible.
 #
-#   entrypoint.sh [--install-sshd] [--sshd CONFIG] [--peer ADDRESS]... [--expect PATH=SHA256]...
-#                 [--exists PATH]... [-- COMMAND...]
+#   entrypoint.sh [--install-missing] [--sshd CONFIG] [--firewall PORTS IFACES] [--peer ADDRESS]...
+#                 [--expect PATH=SHA256]... [--exists PATH]... [-- COMMAND...]
 #
+# --install-missing  install openssh-server and iptables on the first start when the image lacks them
 # --sshd        start sshd with CONFIG (keys and configuration are mounted read-only from the host);
 #               without a COMMAND, sshd is the container's process (a worker of the cluster)
+# --firewall    accept TCP to PORTS (first:last, Open MPI's pinned listeners) only on loopback and on the
+#               comma-separated IFACES (the QSFP ones): Open MPI 4.1 binds them to every interface
 # --expect      wait until PATH has this SHA-256: the container is recreated when the planned options
 #               or hostfile change, and the server starts only once Ansible wrote the new ones
 # --exists      wait until PATH exists (the markers of completed model downloads)
@@ -15,10 +18,11 @@
 # COMMAND       exec'd once everything is there: trtllm-serve, or mpirun on the head
 set -euo pipefail
 
-install_sshd=0 sshd_config="" peers=() expects=() exists=()
+install_missing=0 sshd_config="" fw_ports="" fw_ifaces="" peers=() expects=() exists=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --install-sshd) install_sshd=1; shift ;;
+    --install-missing) install_missing=1; shift ;;
+    --firewall) fw_ports=$2; fw_ifaces=$3; shift 3 ;;
     --sshd) sshd_config=$2; shift 2 ;;
     --peer) peers+=("$2"); shift 2 ;;
     --expect) expects+=("$2"); shift 2 ;;
@@ -30,16 +34,38 @@ done
 
 log() { echo "[dgx-spark entrypoint] $*"; }
 
-if [ -n "$sshd_config" ]; then
-  if [ ! -x /usr/sbin/sshd ]; then
-    if [ "$install_sshd" = 1 ]; then
-      log "installing openssh-server (the image has no sshd)"
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null
-    else
-      log "/usr/sbin/sshd is missing in this image (trtllm_container_install_sshd is false)" >&2
-      exit 1
-    fi
+need() {  # COMMAND PACKAGE: install PACKAGE on the first start of a container whose image lacks COMMAND
+  command -v "$1" >/dev/null 2>&1 && return
+  if [ "$install_missing" = 1 ]; then
+    log "installing $2 (the image has no $1)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+  else
+    log "$1 is missing in this image (trtllm_container_install_sshd is false)" >&2
+    exit 1
   fi
+}
+
+close_mpi_ports() {  # in the node's network namespace (host network on a Spark): idempotent, at every start
+  local cmd iface
+  for cmd in iptables ip6tables; do
+    command -v "$cmd" >/dev/null 2>&1 || continue
+    "$cmd" -N DGX_SPARK_MPI 2>/dev/null || "$cmd" -F DGX_SPARK_MPI
+    "$cmd" -A DGX_SPARK_MPI -i lo -j RETURN
+    for iface in ${fw_ifaces//,/ }; do "$cmd" -A DGX_SPARK_MPI -i "$iface" -j RETURN; done
+    "$cmd" -A DGX_SPARK_MPI -j DROP
+    "$cmd" -C INPUT -p tcp --dport "$fw_ports" -j DGX_SPARK_MPI 2>/dev/null \
+      || "$cmd" -I INPUT -p tcp --dport "$fw_ports" -j DGX_SPARK_MPI
+  done
+  log "MPI ports $fw_ports accept connections only on lo and $fw_ifaces"
+}
+
+if [ -n "$fw_ports" ]; then
+  need iptables iptables
+  close_mpi_ports
+fi
+
+if [ -n "$sshd_config" ]; then
+  [ -x /usr/sbin/sshd ] || need /usr/sbin/sshd openssh-server
   mkdir -p /run/sshd
   ln -sfn /etc/dgx-spark/openmpi-hostfile /etc/openmpi-hostfile
   if [ $# -eq 0 ]; then

@@ -10,7 +10,7 @@ import yaml
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _specdec_plan as p
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
-QSFP = ["enp1s0f1np1", "enP2p1s0f1np1"]
+QSFP = ("enp1s0f1np1", "enP2p1s0f1np1")
 IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6"
 
 
@@ -35,19 +35,18 @@ SEED_ADDRESSES = {"spark-a": {"enp1s0f1np1": "192.168.200.12/24", "enP2p1s0f1np1
                   "spark-b": {"enp1s0f1np1": "192.168.200.13/24", "enP2p1s0f1np1": "192.168.200.15/24"}}
 
 
-def two(variables=None, per_node=None, prof=None, facts=None, token=True):
+def two(variables=None, per_node=None, prof=None, facts=None):
     node_vars = {h: dict(netplan_qsfp_addresses=SEED_ADDRESSES[h]) for h in ("spark-a", "spark-b")}
     for h in node_vars:
         node_vars[h].update(variables or {})
         node_vars[h].update((per_node or {}).get(h, {}))
     facts = facts or {h: spark(h) for h in node_vars}
-    return p.plan_cluster("sparks", ["spark-a", "spark-b"], prof or profile("two_spark_eagle3"), node_vars, facts,
-                          {h: token for h in node_vars})
+    return p.plan_cluster("sparks", ["spark-a", "spark-b"], prof or profile("two_spark_eagle3"), node_vars, facts)
 
 
 def one(variables=None, prof="single_spark_draft_target", facts=None):
     return p.plan_cluster("spark-a", ["spark-a"], profile(prof), {"spark-a": dict(variables or {})},
-                          {"spark-a": facts or spark("spark-a")}, {"spark-a": False})
+                          {"spark-a": facts or spark("spark-a")})
 
 
 def errors_of(call, *args, **kwargs):
@@ -120,12 +119,16 @@ def test_two_spark_plan_follows_the_seed():
 
     command = head["container"]["docker"]["command"]
     digest = hashlib.sha256(head["serve"]["options_file"]["content"].encode()).hexdigest()
-    assert command[:4] == ["/bin/bash", "/etc/dgx-spark/entrypoint.sh", "--install-sshd", "--sshd"]
+    assert command[:4] == ["/bin/bash", "/etc/dgx-spark/entrypoint.sh", "--install-missing", "--sshd"]
+    assert command[command.index("--firewall") + 1:command.index("--firewall") + 3] == [
+        "50100:50132", "enp1s0f1np1,enP2p1s0f1np1"]
+    assert head["container"]["docker"]["capabilities"] == ["NET_ADMIN"]
     assert command[command.index("--peer") + 1] == "192.168.200.13"
     assert "/etc/dgx-spark/extra-llm-api-config.yml=" + digest in command
     assert command[command.index("--") + 1:] == head["serve"]["argv"]
     assert worker["container"]["docker"]["command"] == [
-        "/bin/bash", "/etc/dgx-spark/entrypoint.sh", "--install-sshd", "--sshd", "/etc/dgx-spark/ssh/sshd_config"]
+        "/bin/bash", "/etc/dgx-spark/entrypoint.sh", "--install-missing", "--sshd", "/etc/dgx-spark/ssh/sshd_config",
+        "--firewall", "50100:50132", "enp1s0f1np1,enP2p1s0f1np1"]
 
     env = head["container"]["docker"]["env"]
     for key in ("UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_oob_tcp_if_include"):
@@ -145,7 +148,7 @@ def test_two_spark_plan_follows_the_seed():
 
 
 def test_downloads_and_the_markers_the_server_waits_for():
-    plans, _ = two()
+    plans, dummy = two()
     downloads = plans["spark-b"]["serve"]["downloads"]
     assert downloads == [
         {"repo": "nvidia/Qwen3-235B-A22B-FP4", "local_dir": "",
@@ -159,8 +162,8 @@ def test_downloads_and_the_markers_the_server_waits_for():
 
 
 def test_a_changed_option_changes_the_head_command_only():
-    before, _ = two()
-    after, _ = two({"specdec_serve_max_draft_len": "4"})  # templated values arrive as strings
+    before, dummy = two()
+    after, dummy = two({"specdec_serve_max_draft_len": "4"})  # templated values arrive as strings
     assert yaml.safe_load(after["spark-a"]["serve"]["options_file"]["content"])["speculative_config"]["max_draft_len"] == 4
     assert before["spark-a"]["container"]["docker"]["command"] != after["spark-a"]["container"]["docker"]["command"]
     assert before["spark-b"]["container"]["docker"] == after["spark-b"]["container"]["docker"]
@@ -175,17 +178,18 @@ def test_preset_plan_without_addresses_and_gpu_when_docker_has_nvidia():
     for f in facts.values():
         f["docker"]["runtimes"] = ["nvidia", "runc"]
         f["infiniband"] = True
-    plans, _ = p.plan_cluster("sparks", ["spark-a", "spark-b"], profile("two_spark_eagle3"),
-                              {"spark-a": {}, "spark-b": {}}, facts)
+    plans, dummy = p.plan_cluster("sparks", ["spark-a", "spark-b"], profile("two_spark_eagle3"),
+                                  {"spark-a": {}, "spark-b": {}}, facts)
     assert plans["spark-b"]["netplan"]["addresses"] == ["192.168.200.13", "192.168.200.15"]
     docker = plans["spark-a"]["container"]["docker"]
     assert docker["device_requests"] == [{"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}]
     assert docker["devices"] == ["/dev/infiniband:/dev/infiniband"]
-    assert "HF_TOKEN_PATH" not in docker["env"] and "HF_TOKEN_PATH" not in plans["spark-a"]["serve"]["argv"]
+    # The token's file is always named; it holds a token only where the node has one.
+    assert docker["env"]["HF_TOKEN_PATH"] == "/etc/dgx-spark/hf_token"
 
 
 def test_deprecated_node_list_that_agrees_only_warns():
-    _, warnings = two({"openmpi_hostfile_hosts": ["spark-a", "spark-b"], "netplan_qsfp_group": "sparks"})
+    dummy, warnings = two({"openmpi_hostfile_hosts": ["spark-a", "spark-b"], "netplan_qsfp_group": "sparks"})
     assert any("openmpi_hostfile_hosts is deprecated" in w for w in warnings)
     assert any("netplan_qsfp_group is deprecated and ignored" in w for w in warnings)
 
@@ -193,7 +197,7 @@ def test_deprecated_node_list_that_agrees_only_warns():
 # -- one Spark ------------------------------------------------------------------------------------
 
 def test_single_spark_draft_target():
-    plans, _ = one()
+    plans, dummy = one()
     node = plans["spark-a"]
     assert node["netplan"] is None and node["hostfile"] is None and node["container"]["ssh"] is None
     assert node["serve"]["argv"] == [
@@ -207,10 +211,10 @@ def test_single_spark_draft_target():
 
 
 def test_low_latency_publishes_its_port_on_a_bridge():
-    plans, _ = one(prof="single_spark_low_latency")
+    plans, dummy = one(prof="single_spark_low_latency")
     docker = plans["spark-a"]["container"]["docker"]
     assert docker["network_mode"] == "bridge" and docker["published_ports"] == ["8000:8000"]
-    assert docker["env"] == {"TRTLLM_ENABLE_PDL": "1"}
+    assert docker["env"] == {"TRTLLM_ENABLE_PDL": "1", "HF_TOKEN_PATH": "/etc/dgx-spark/hf_token"}
     assert "--trust_remote_code" in plans["spark-a"]["serve"]["argv"]
 
 
@@ -222,12 +226,14 @@ def test_low_latency_publishes_its_port_on_a_bridge():
     ({"specdec_serve_model": "org/a--b"}, '"org/a--b" is not a Hugging Face model id'),
     ({"specdec_serve_draft_model": "-x/y"}, 'specdec_serve_draft_model on spark-a (cluster sparks): "-x/y"'),
     ({"specdec_serve_model": "/models/../etc"}, '"/models/../etc" is not a Hugging Face model id (owner/name) or an absolute path'),
-    ({"specdec_serve_draft_dir": "/opt/draft/"}, 'specdec_serve_draft_dir on spark-a (cluster sparks): "/opt/draft/" is not a directory under the /models mount'),
+    ({"specdec_serve_draft_dir": "/opt/draft/"},
+     'specdec_serve_draft_dir on spark-a (cluster sparks): "/opt/draft/" is not a directory under the /models mount'),
     ({"specdec_serve_draft_dir": "/models/a b"}, 'specdec_serve_draft_dir on spark-a (cluster sparks): "/models/a b" is not an absolute path'),
     ({"trtllm_container_name": "trtllm multinode"}, 'trtllm_container_name on spark-a: "trtllm multinode" is not a Docker container name'),
     ({"trtllm_container_image": "NVCR.io/Bad Image"}, 'trtllm_container_image on spark-a: "NVCR.io/Bad Image" is not an image reference'),
     ({"trtllm_container_image_tag": "1.2.0rc6;x"}, 'trtllm_container_image_tag on spark-a: "1.2.0rc6;x" is not an image tag'),
-    ({"trtllm_container_qsfp_interfaces": ["enp1s0f1np1", "eth0/../x"]}, 'trtllm_container_qsfp_interfaces item on spark-a: "eth0/../x" is not a network interface name'),
+    ({"trtllm_container_qsfp_interfaces": ["enp1s0f1np1", "eth0/../x"]},
+     'trtllm_container_qsfp_interfaces item on spark-a: "eth0/../x" is not a network interface name'),
     ({"trtllm_container_qsfp_addresses": ["192.168.200.300"]}, 'trtllm_container_qsfp_addresses item on spark-a: "192.168.200.300" is not an IP address'),
     ({"openmpi_hostfile_address": "192.168.200.99"}, 'openmpi_hostfile_address on spark-a: "192.168.200.99" is not one of this node\'s QSFP addresses'),
     ({"trtllm_container_hf_cache_dir": "relative/dir"}, 'trtllm_container_hf_cache_dir on spark-a: "relative/dir" is not an absolute path'),
@@ -245,10 +251,12 @@ def test_low_latency_publishes_its_port_on_a_bridge():
     ({"specdec_serve_extra_args": ["--port\n8000"]}, 'specdec_serve_extra_args item on spark-a (cluster sparks): "--port\\n8000"'),
     ({"specdec_serve_mpi_export": ["HF TOKEN"]}, 'specdec_serve_mpi_export item on spark-a (cluster sparks): "HF TOKEN"'),
     ({"specdec_serve_extra_options": {"speculative_config": {"decoding_type": "Eagle3"}}}, "for TensorRT-LLM 1.2.0rc6: speculative_config.decoding_type"),
-    ({"specdec_serve_kv_cache_free_gpu_memory_fraction": 1.5}, "specdec_serve_kv_cache_free_gpu_memory_fraction on spark-a (cluster sparks): 1.5 is not a number in (0, 1]"),
+    ({"specdec_serve_kv_cache_free_gpu_memory_fraction": 1.5},
+     "specdec_serve_kv_cache_free_gpu_memory_fraction on spark-a (cluster sparks): 1.5 is not a number in (0, 1]"),
     ({"trtllm_container_published_ports": ["8000:80:x"]}, 'trtllm_container_published_ports item on spark-a: "8000:80:x" is not a published port'),
     ({"netplan_qsfp_mtu": 100000}, "netplan_qsfp_mtu on spark-a (cluster sparks): 100000 is not an integer from 576 to 9216"),
-    ({"trtllm_container_cluster_hosts": ["spark-b", "spark-a"]}, 'trtllm_container_cluster_hosts on spark-a: ["spark-b", "spark-a"] differs from the cluster\'s nodes, head first (spark-a, spark-b)'),
+    ({"trtllm_container_cluster_hosts": ["spark-b", "spark-a"]},
+     'trtllm_container_cluster_hosts on spark-a: ["spark-b", "spark-a"] differs from the cluster\'s nodes, head first (spark-a, spark-b)'),
 ])
 def test_each_bad_value_fails_alone_with_field_value_and_what_is_accepted(variables, expected):
     errors = errors_of(two, per_node={"spark-a": variables})
@@ -307,7 +315,7 @@ def test_one_spark_tp_size_and_unknown_profile_release():
 # -- SSH trust ------------------------------------------------------------------------------------
 
 def test_ssh_trust_from_public_keys_only():
-    plans, _ = two()
+    plans, dummy = two()
     ssh = plans["spark-b"]["container"]["ssh"]
     keys = {"spark-a": {"client": "ssh-ed25519 AAAAclientA c", "host": "ssh-ed25519 AAAAhostA h"},
             "spark-b": {"client": "ssh-ed25519 AAAAclientB c", "host": "ssh-ed25519 AAAAhostB h"}}
@@ -323,3 +331,27 @@ def test_ssh_trust_from_public_keys_only():
         "[192.168.200.13]:2233,[192.168.200.15]:2233 ssh-ed25519 AAAAhostB\n")
     with pytest.raises(ValueError, match="public keys of spark-b"):
         p.ssh_trust(ssh, {"spark-a": keys["spark-a"]})
+
+
+# -- review findings ------------------------------------------------------------------------------
+
+def test_link_local_on_a_fresh_pair_plans_the_link_but_cannot_serve_yet():
+    node_vars = {h: {"netplan_qsfp_plan": "link_local"} for h in ("spark-a", "spark-b")}
+    facts = {h: spark(h) for h in node_vars}
+    plans, dummy = p.plan_network("sparks", ["spark-a", "spark-b"], node_vars, facts)
+    assert "link-local: [ipv4]" in plans["spark-a"]["netplan"]["content"] and plans["spark-a"]["netplan"]["addresses"] == []
+    errors = errors_of(p.plan_cluster, "sparks", ["spark-a", "spark-b"], profile("two_spark_eagle3"), node_vars, facts)
+    assert len(errors) == 2 and "run playbooks/qsfp_link.yml first" in errors[0]
+
+
+def test_draft_given_as_a_path_is_used_where_it_is():
+    plans, dummy = one({"specdec_serve_draft_model": "/models/my-draft"})
+    options = yaml.safe_load(plans["spark-a"]["serve"]["options_file"]["content"])
+    assert options["speculative_config"]["speculative_model_dir"] == "/models/my-draft"
+    assert [d["repo"] for d in plans["spark-a"]["serve"]["downloads"]] == ["nvidia/Llama-3.3-70B-Instruct-FP4"]
+    assert "/models/my-draft" in plans["spark-a"]["container"]["docker"]["command"]
+
+
+def test_bad_management_address_is_named():
+    errors = errors_of(two, per_node={"spark-b": {"netplan_qsfp_management_address": "10.0.0.300"}})
+    assert errors == ['netplan_qsfp_management_address on spark-b: "10.0.0.300" is not an IP address']
