@@ -518,11 +518,6 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
                 "OMPI_MCA_plm_rsh_args": "-F %s/ssh/config" % CONFIG_MOUNT,
                 "OMPI_ALLOW_RUN_AS_ROOT": "1",
                 "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-                "OMPI_MCA_oob_tcp_static_ipv4_ports": str(MPI_OOB_PORT),
-                "OMPI_MCA_oob_tcp_static_ipv6_ports": str(MPI_OOB_PORT),
-                "OMPI_MCA_btl_tcp_port_min_v4": str(MPI_BTL_PORTS[0]),
-                "OMPI_MCA_btl_tcp_port_range_v4": str(MPI_BTL_PORTS[1]),
-                "OMPI_MCA_btl_tcp_disable_family": "6",
             })
             entry += ["--sshd", "%s/ssh/sshd_config" % CONFIG_MOUNT]
             if node["mpi_firewall"]:
@@ -534,7 +529,11 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
             if multinode:
                 expect.append((CONFIG_MOUNT + "/" + HOSTFILE, sha256(hostfile)))
                 exports = mpi_export + ["HF_TOKEN_PATH"]
-                command = trt.mpirun_argv(exports, serve)
+                # The server's launch only, so `mpirun -np 2 hostname` by hand still finds a free port.
+                command = trt.mpirun_argv(exports, serve, mca=[
+                    ("oob_tcp_static_ipv4_ports", MPI_OOB_PORT), ("oob_tcp_static_ipv6_ports", MPI_OOB_PORT),
+                    ("btl_tcp_port_min_v4", MPI_BTL_PORTS[0]), ("btl_tcp_port_range_v4", MPI_BTL_PORTS[1]),
+                    ("btl_tcp_disable_family", 6)])
                 for peer in nodes[1:]:
                     entry += ["--peer", per[peer]["hostfile_address"]]
             else:

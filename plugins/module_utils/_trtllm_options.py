@@ -926,13 +926,16 @@ def serve_argv(model, options_path, tp_size, host, port, flags=None, trust_remot
     return argv + [str(a) for a in extra_args]
 
 
-def mpirun_argv(exports, command):
+def mpirun_argv(exports, command, mca=None):
     """The multi-node launch of NVIDIA's two-Spark playbook: ``mpirun -x VAR... trtllm-llmapi-launch COMMAND``.
 
     One rank per node comes from the hostfile and OMPI_MCA_rmaps_ppr_n_pernode=1 in the container's
-    environment; rank 0 runs the server, the others serve as its workers.
+    environment; rank 0 runs the server, the others serve as its workers. ``mca``: (name, value) pairs
+    for this launch only (mpirun passes them on to the daemons it starts on the other nodes).
     """
     argv = ["mpirun"]
+    for name, value in mca or ():
+        argv += ["--mca", name, str(value)]
     for name in exports:
         argv += ["-x", name]
     return argv + ["trtllm-llmapi-launch"] + list(command)

@@ -23,9 +23,11 @@ description:
     one-Spark profile (C(container_mode=single)) every host serves alone.
   - B(What it reads.) The public variables of the roles, where the inventory sets them, else the profile's value, else
     the default documented in each role's README - C(specdec_serve_*) (release, method, models, draft directory,
-    C(max_draft_len), options, trtllm-serve flags, validation request), C(trtllm_container_*) (name, image, pull, GPUs,
-    network, ports, ulimits, restart policy, environment, devices, host directories, SSH port),
-    C(netplan_qsfp_*) (plan, preset, addresses, interfaces, MTU, source routing, management address, file) and
+    C(max_draft_len), options and extra options, trtllm-serve flags and extra arguments, mpirun exports, validation
+    request), C(trtllm_container_*) (mode, name, image, repository, tag, pull, GPUs, network and IPC mode, published
+    ports, memlock and stack, restart policy, environment, CUDA environment, devices, host directories, SSH port,
+    C(install_sshd), C(mpi_firewall), QSFP interfaces and addresses), C(netplan_qsfp_*) (plan, preset, addresses,
+    interfaces, MTU, source routing and its table base, C(allow_disruptive), management address, file) and
     C(openmpi_hostfile_address), C(openmpi_hostfile_slots).
   - B(What it checks), each failure naming the field, the host, the value and what is accepted - formats of every value that
     reaches a command, a path or a file name (model and draft ids, paths, container names, image references, interface

@@ -20,7 +20,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.dgx_spark.specdec.plugins.action.specdec_plan import ActionModule
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
-QSFP = ["enp1s0f1np1", "enP2p1s0f1np1"]
+QSFP = ("enp1s0f1np1", "enP2p1s0f1np1")
 TOKEN = "hf_SeCrEt0123456789abcdefTOKEN"
 SEED_ADDRESSES = {"spark-a": {"enp1s0f1np1": "192.168.200.12/24", "enP2p1s0f1np1": "192.168.200.14/24"},
                   "spark-b": {"enp1s0f1np1": "192.168.200.13/24", "enP2p1s0f1np1": "192.168.200.15/24"}}
@@ -120,8 +120,8 @@ def plan_of(result):
 @pytest.mark.parametrize("order", [("spark-a", "spark-b"), ("spark-b", "spark-a")])
 def test_two_node_legacy_inventory_head_is_rank_0_on_both(order):
     groups, hostvars = legacy(order=order)
-    head, _ = run("spark-a", groups, hostvars, {"profile": TWO})
-    worker, _ = run("spark-b", groups, hostvars, {"profile": TWO})
+    head, dummy = run("spark-a", groups, hostvars, {"profile": TWO})
+    worker, dummy = run("spark-b", groups, hostvars, {"profile": TWO})
     for result in (head, worker):
         assert result["cluster"] == "sparks"
         assert result["nodes"] == ["spark-a", "spark-b"]
@@ -160,7 +160,7 @@ def test_plan_without_inventory_addresses_uses_the_seed_preset():
 
 def test_node_left_out_by_limit_fails_naming_it_and_the_cluster():
     groups, hostvars = legacy()
-    result, _ = run("spark-a", groups, hostvars, {"profile": TWO}, play_hosts=["spark-a"])
+    result, dummy = run("spark-a", groups, hostvars, {"profile": TWO}, play_hosts=["spark-a"])
     assert result["failed"] is True and result["changed"] is False
     assert result["cluster"] == "sparks"
     assert len(result["errors"]) == 1
@@ -172,7 +172,7 @@ def test_node_left_out_by_limit_fails_naming_it_and_the_cluster():
 
 def test_both_nodes_left_out_are_named():
     groups, hostvars = legacy()
-    result, _ = run("spark-a", groups, hostvars, {"profile": TWO}, play_hosts=["other"])
+    result, dummy = run("spark-a", groups, hostvars, {"profile": TWO}, play_hosts=["other"])
     assert result["failed"] is True
     assert result["errors"][0].startswith("spark-a, spark-b of cluster sparks are not in this run")
 
@@ -205,9 +205,9 @@ def test_limit_to_one_cluster_leaves_the_other_alone():
     per = {h: {"specdec_cluster": "pair%s" % ("1" if h[0] == "a" else "2"),
                "specdec_cluster_head": "a1" if h[0] == "a" else "b1"} for h in hosts}
     groups, hostvars = inventory(hosts, {"sparks": hosts}, per)
-    result, _ = run("a2", groups, hostvars, {"profile": TWO}, play_hosts=["a1", "a2"])
+    result, dummy = run("a2", groups, hostvars, {"profile": TWO}, play_hosts=["a1", "a2"])
     assert result["nodes"] == ["a1", "a2"] and plan_of(result)["rank"] == 1
-    result, _ = run("b1", groups, hostvars, {"profile": TWO}, play_hosts=["a1", "a2", "b1"])
+    result, dummy = run("b1", groups, hostvars, {"profile": TWO}, play_hosts=["a1", "a2", "b1"])
     assert result["failed"] is True and result["cluster"] == "pair2"
     assert result["errors"][0].startswith("b2 of cluster pair2 is not in this run")
 
@@ -215,7 +215,7 @@ def test_limit_to_one_cluster_leaves_the_other_alone():
 def test_single_profile_makes_each_host_its_own_cluster():
     groups, hostvars = legacy()
     for host in ("spark-a", "spark-b"):
-        result, _ = run(host, groups, hostvars, {"profile": SINGLE})
+        result, dummy = run(host, groups, hostvars, {"profile": SINGLE})
         assert result["cluster"] == host and result["nodes"] == [host]
         plan = plan_of(result)
         assert plan["rank"] == 0 and plan["is_head"] is True and plan["multinode"] is False
@@ -227,7 +227,7 @@ def test_single_profile_makes_each_host_its_own_cluster():
 
 def test_single_profile_does_not_need_the_other_hosts_in_the_play():
     groups, hostvars = legacy()
-    result, _ = run("spark-b", groups, hostvars, {"profile": SINGLE}, play_hosts=["spark-b"])
+    result, dummy = run("spark-b", groups, hostvars, {"profile": SINGLE}, play_hosts=["spark-b"])
     assert result["nodes"] == ["spark-b"] and plan_of(result)["container"]["docker"]["labels"][
         "dgx-spark.specdec/role"] == "single"
 
@@ -247,7 +247,7 @@ def test_warnings_are_shown_once_by_the_head():
 
 def test_scope_network_returns_only_the_netplan_parts():
     groups, hostvars = legacy()
-    result, _ = run("spark-b", groups, hostvars, {"scope": "network"})
+    result, dummy = run("spark-b", groups, hostvars, {"scope": "network"})
     plan = plan_of(result)
     assert result["nodes"] == ["spark-a", "spark-b"]
     assert plan["container"] is None and plan["hostfile"] is None and plan["serve"] is None
@@ -267,7 +267,7 @@ def test_scope_network_ignores_serving_values():
 
 def test_bad_scope_fails():
     groups, hostvars = legacy()
-    result, _ = run("spark-a", groups, hostvars, {"scope": "everything", "profile": TWO})
+    result, dummy = run("spark-a", groups, hostvars, {"scope": "everything", "profile": TWO})
     assert result["failed"] is True and result["msg"] == "scope: everything is not serve or network"
 
 
@@ -276,7 +276,7 @@ def test_bad_scope_fails():
 
 def test_bad_value_fails_with_errors_naming_the_field():
     groups, hostvars = legacy(common={"specdec_serve_model": "a//b"})
-    result, _ = run("spark-b", groups, hostvars, {"profile": TWO})
+    result, dummy = run("spark-b", groups, hostvars, {"profile": TWO})
     assert result["failed"] is True and result["changed"] is False
     assert result["cluster"] == "sparks"
     assert len(result["errors"]) == 1, result["errors"]
@@ -289,17 +289,17 @@ def test_bad_value_fails_with_errors_naming_the_field():
 
 def test_profile_that_is_not_a_mapping_fails():
     groups, hostvars = legacy()
-    result, _ = run("spark-a", groups, hostvars, {"profile": "two_spark_eagle3"})
+    result, dummy = run("spark-a", groups, hostvars, {"profile": "two_spark_eagle3"})
     assert result["failed"] is True
     assert result["msg"] == "profile: str is not a mapping (the playbook's specdec_profile)"
-    result, _ = run("spark-a", groups, hostvars, {})
+    result, dummy = run("spark-a", groups, hostvars, {})
     assert result["failed"] is True and "profile: NoneType is not a mapping" in result["msg"]
 
 
 def test_node_without_facts_fails_naming_it():
     groups, hostvars = legacy()
     del hostvars["spark-b"]["ansible_facts"]
-    result, _ = run("spark-a", groups, hostvars, {"profile": TWO})
+    result, dummy = run("spark-a", groups, hostvars, {"profile": TWO})
     assert result["failed"] is True
     assert result["errors"] == ["spark-b: no node facts (run dgx_spark.specdec.spark_facts on every node of the "
                                 "cluster first; is the node in the play?)"]
@@ -339,13 +339,13 @@ def _with_another_host_in_the_play(group):
 @pytest.mark.parametrize("group, args", [("sparks", {}), ("gpu_nodes", {"group": "gpu_nodes"})])
 def test_the_sparks_group_not_the_play_decides_the_members(group, args):
     groups, hostvars = _with_another_host_in_the_play(group)
-    result, _ = run("spark-b", groups, hostvars, dict(args, profile=TWO))
+    result, dummy = run("spark-b", groups, hostvars, dict(args, profile=TWO))
     assert result["nodes"] == ["spark-a", "spark-b"] and plan_of(result)["rank"] == 1
 
 
 def test_without_the_group_the_play_hosts_are_the_members():
     groups, hostvars = _with_another_host_in_the_play("elsewhere")
-    result, _ = run("spark-b", groups, hostvars, {"profile": TWO})
+    result, dummy = run("spark-b", groups, hostvars, {"profile": TWO})
     assert result["failed"] is True and result["cluster"] == "sparks"
     assert any("specdec_serve_tp_size" in e and "(3: spark-a, spark-b, mon-1)" in e for e in result["errors"]), result
 
@@ -389,7 +389,7 @@ def test_token_is_not_passed_to_the_plan(monkeypatch):
 
 def test_token_in_a_failed_result_neither():
     groups, hostvars = legacy(common={"trtllm_container_hf_token": TOKEN, "specdec_serve_model": "a//b"})
-    result, _ = run("spark-a", groups, hostvars, {"profile": TWO})
+    result, dummy = run("spark-a", groups, hostvars, {"profile": TWO})
     assert result["failed"] is True
     assert TOKEN not in json.dumps(result)
 

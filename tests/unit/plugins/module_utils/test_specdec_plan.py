@@ -110,7 +110,9 @@ def test_two_spark_plan_follows_the_seed():
     assert options["speculative_config"] == {"decoding_type": "Eagle", "max_draft_len": 3,
                                              "speculative_model_dir": "/models/Qwen3-235B-A22B-Eagle3/"}
     assert head["serve"]["argv"] == [
-        "mpirun", "-x", "CPATH", "-x", "TRITON_PTXAS_PATH", "-x", "HF_HOME", "-x", "HF_TOKEN_PATH",
+        "mpirun", "--mca", "oob_tcp_static_ipv4_ports", "50100", "--mca", "oob_tcp_static_ipv6_ports", "50100",
+        "--mca", "btl_tcp_port_min_v4", "50101", "--mca", "btl_tcp_port_range_v4", "32",
+        "--mca", "btl_tcp_disable_family", "6", "-x", "CPATH", "-x", "TRITON_PTXAS_PATH", "-x", "HF_HOME", "-x", "HF_TOKEN_PATH",
         "trtllm-llmapi-launch", "trtllm-serve", "nvidia/Qwen3-235B-A22B-FP4", "--backend", "pytorch",
         "--tp_size", "2", "--max_num_tokens", "1024",
         "--extra_llm_api_options", "/etc/dgx-spark/extra-llm-api-config.yml", "--host", "0.0.0.0", "--port", "8355"]
