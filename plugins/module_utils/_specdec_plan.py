@@ -817,9 +817,14 @@ def _plan_links(nodes, node_vars, facts, top, errors, need_addresses=True):
                         "one of this node's QSFP addresses (%s): mpirun hangs when the hostfile IPs differ from the "
                         "interface IPs" % ", ".join(addresses))
         node = {"qsfp_interfaces": ifaces, "qsfp_addresses": addresses, "hostfile_address": hostfile_address}
+        installed = (facts[host].get("netplan") or {}).get(path) or {}
         out[host] = {
             "file": path,
             "content": planned["content"],
+            # The file on the node is already this one (content, 0600 root:root): nothing to check or write.
+            "up_to_date": (installed.get("sha256") == sha256(planned["content"])
+                           and (installed.get("mode"), installed.get("owner"), installed.get("group"))
+                           == ("0600", "root", "root")),
             "plan": plan,
             "up": planned["up"],
             "entries": [{"iface": e["iface"], "cidr": e["cidr"]} for e in planned["entries"]],

@@ -128,6 +128,19 @@ ansible_facts:
           returned: success
           type: str
           sample: /home/spark
+        login_groups:
+          description: The groups of the login user (primary and supplementary), by name.
+          returned: success
+          type: list
+          elements: str
+          sample: [spark, sudo, docker]
+        netplan:
+          description:
+            - The netplan files in C(/etc/netplan) (C(*.yaml), C(*.yml)) with their C(sha256), C(mode) (octal string),
+              C(owner) and C(group), so a run that changes nothing needs no second look at them.
+          returned: success
+          type: dict
+          sample: {"/etc/netplan/40-cx7.yaml": {"sha256": "4f2c...", "mode": "0600", "owner": "root", "group": "root"}}
         uid:
           description: UID of the login user.
           returned: success
@@ -254,6 +267,9 @@ ansible_facts:
           sample: {"/opt/gpt-oss-120b-Eagle3": true}
 """
 
+import glob
+import grp
+import hashlib
 import json
 import os
 import pwd
@@ -269,6 +285,7 @@ SOURCE_SYSFS = "/sys/class/net/*/operstate"
 # Module-level so that the unit tests can point them at a scratch directory.
 SYS_CLASS_NET = "/sys/class/net"
 DEV_INFINIBAND = "/dev/infiniband"
+NETPLAN_DIR = "/etc/netplan"
 
 # "rocep1s0f1 port 1 ==> enp1s0f1np1 (Up)"
 _IBDEV_LINE = re.compile(r"^\s*(?P<ibdev>\S+)\s+port\s+\d+\s+==>\s+(?P<netdev>\S+)\s+\((?P<state>[^)]*)\)")
@@ -407,7 +424,14 @@ class SparkFacts:
         except KeyError:
             self.fail("login user %s does not exist on this node (it is taken from %s); set login_user to the user "
                       "whose home holds the model caches" % (name, source))
-        return {"login_user": name, "home": entry.pw_dir, "uid": entry.pw_uid, "gid": entry.pw_gid}
+        groups = []
+        for gid in os.getgrouplist(name, entry.pw_gid):
+            try:
+                groups.append(grp.getgrgid(gid).gr_name)
+            except KeyError:
+                continue
+        return {"login_user": name, "home": entry.pw_dir, "uid": entry.pw_uid, "gid": entry.pw_gid,
+                "login_groups": groups}
 
     def qsfp(self):
         interfaces = self.params["interfaces"]
@@ -502,6 +526,22 @@ class SparkFacts:
     def paths(self):
         return {path: os.path.exists(path) for path in self.params["paths"]}
 
+    def netplan(self):
+        files = {}
+        for path in sorted(glob.glob(NETPLAN_DIR + "/*.yaml") + glob.glob(NETPLAN_DIR + "/*.yml")):
+            try:
+                st = os.stat(path)
+                with open(path, "rb") as handle:
+                    digest = hashlib.sha256(handle.read()).hexdigest()
+            except OSError:
+                continue
+            try:
+                owner, group = pwd.getpwuid(st.st_uid).pw_name, grp.getgrgid(st.st_gid).gr_name
+            except KeyError:
+                owner, group = str(st.st_uid), str(st.st_gid)
+            files[path] = {"sha256": digest, "mode": "%04o" % (st.st_mode & 0o7777), "owner": owner, "group": group}
+        return files
+
     def gather(self):
         spark = self.user()
         spark["hostname"] = socket.gethostname()
@@ -510,6 +550,7 @@ class SparkFacts:
         spark["infiniband"] = os.path.exists(DEV_INFINIBAND)
         spark["docker"], spark["images"] = self.docker()
         spark["paths"] = self.paths()
+        spark["netplan"] = self.netplan()
         return spark
 
 

@@ -17,7 +17,7 @@ description:
     their owner, group and mode, in one call instead of one task per file, so a run that changes nothing stays quick.
   - Files are written atomically and only when their content, owner, group or mode differ. Directories are created in
     the order given. Reports the paths it changed.
-  - Its diff shows file contents, so set C(no_log=true) on a task that writes a secret.
+  - Its diff shows the contents of O(files); secrets go in O(secret_files), whose values are hidden.
 extends_documentation_fragment:
   - dgx_spark.specdec.attributes
   - dgx_spark.specdec.attributes.ACTIONGROUP_SPECDEC
@@ -39,6 +39,18 @@ options:
       exist or be listed in O(directories).
     type: list
     elements: dict
+    default: []
+  secret_files:
+    description:
+      - Like O(files), for secrets (the Hugging Face token) - the values are hidden in the task's output and the diff
+        shows only that the file changed.
+    type: list
+    elements: dict
+    default: []
+  exists:
+    description: Paths to report on in RV(exists), for example the markers of completed downloads (read-only).
+    type: list
+    elements: path
     default: []
   absent:
     description: Files to remove when present.
@@ -72,6 +84,11 @@ changed_paths:
   type: list
   elements: str
   sample: [/home/nvidia/.dgx-spark/openmpi-hostfile]
+exists:
+  description: Whether each path of O(exists) exists, by path.
+  returned: always
+  type: dict
+  sample: {/home/nvidia/models/Qwen3-235B-A22B-Eagle3/.dgx-spark-complete: true}
 public_keys:
   description: The public key of each pair of O(ssh_keys), by private key path (empty in check mode for a key not made yet).
   returned: always
@@ -126,7 +143,7 @@ def _precheck(module):
         if os.path.lexists(path) and not os.path.isdir(path):
             module.fail_json(msg="directories: %s exists and is not a directory" % path)
         planned.add(os.path.normpath(path))
-    for item in module.params["files"]:
+    for item in module.params["files"] + module.params["secret_files"]:
         path = item.get("path")
         if not path or not os.path.isabs(path):
             module.fail_json(msg="files: %r is not an absolute path" % path)
@@ -164,6 +181,8 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(directories=dict(type="list", elements="dict", default=[]),
                            files=dict(type="list", elements="dict", default=[]),
+                           secret_files=dict(type="list", elements="dict", default=[], no_log=True),
+                           exists=dict(type="list", elements="path", default=[]),
                            absent=dict(type="list", elements="path", default=[]),
                            ssh_keys=dict(type="list", elements="dict", default=[], no_log=False)),
         supports_check_mode=True,
@@ -185,7 +204,8 @@ def main():
             if not module.check_mode:
                 os.chown(path, uid, gid)
                 os.chmod(path, mode)
-    for item in module.params["files"]:
+    plain = len(module.params["files"])  # the rest are secret_files
+    for index, item in enumerate(module.params["files"] + module.params["secret_files"]):
         path = item["path"]
         content = to_bytes(item.get("content") or "")
         uid, gid = _ids(module, item)
@@ -199,9 +219,13 @@ def main():
                 pass
         if current != content:
             changed.append(path)
-            diffs.append(dict(before_header=path, after_header=path,
-                              before=to_native(current, errors="replace") if current is not None else "",
-                              after=to_native(content, errors="replace")))
+            if index < plain:
+                diffs.append(dict(before_header=path, after_header=path,
+                                  before=to_native(current, errors="replace") if current is not None else "",
+                                  after=to_native(content, errors="replace")))
+            else:
+                diffs.append(dict(before_header=path, after_header=path, before="(secret)\n" if current else "",
+                                  after="(secret, changed)\n"))
             if not module.check_mode:
                 parent = os.path.dirname(path)
                 fd, tmp = tempfile.mkstemp(prefix=".spark_files.", dir=parent)
@@ -242,7 +266,8 @@ def main():
                                 "-f", path], check_rc=True)
         with open(path + ".pub", encoding="utf-8") as handle:
             public_keys[path] = handle.read().strip()
-    result = dict(changed=bool(changed), changed_paths=changed, public_keys=public_keys)
+    result = dict(changed=bool(changed), changed_paths=changed, public_keys=public_keys,
+                  exists={path: os.path.exists(path) for path in module.params["exists"]})
     if module._diff and diffs:
         result["diff"] = diffs
     module.exit_json(**result)

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import types
@@ -150,6 +151,18 @@ def node(monkeypatch, tmp_path):
     sys_net.mkdir(parents=True)
     monkeypatch.setattr(spark_facts, "SYS_CLASS_NET", str(sys_net))
     monkeypatch.setattr(spark_facts, "DEV_INFINIBAND", str(tmp_path / "dev" / "infiniband"))
+    netplan = tmp_path / "etc" / "netplan"
+    netplan.mkdir(parents=True)
+    monkeypatch.setattr(spark_facts, "NETPLAN_DIR", str(netplan))
+    groups = {1000: "spark", 27: "sudo", 998: "docker"}
+    monkeypatch.setattr(spark_facts.os, "getgrouplist", lambda name, gid: [gid, 27, 998, 4242])
+    def getgrgid(gid):
+        if gid not in groups:
+            raise KeyError("getgrgid(): gid not found: %d" % gid)
+        return types.SimpleNamespace(gr_name=groups[gid])
+
+    monkeypatch.setattr(spark_facts, "grp", types.SimpleNamespace(getgrgid=getgrgid))
+    fake.netplan = netplan
     monkeypatch.delenv("SUDO_USER", raising=False)
     monkeypatch.delenv("DOAS_USER", raising=False)
     monkeypatch.setenv("SUDO_USER", "spark")
@@ -206,7 +219,20 @@ def test_full_fact(capsys, node):
                              "env": {"PATH": "/usr/bin:/bin", "TRTLLM_VERSION": "1.2.0rc6", "OPTS": "a=b",
                                      "EMPTY": ""}}},
         "paths": {str(present): True, str(node.tmp / "nope"): False},
+        "login_groups": ["spark", "sudo", "docker"],
+        "netplan": {},
     }
+
+
+def test_netplan_files_with_checksum_and_mode(capsys, node):
+    cx7 = node.netplan / "40-cx7.yaml"
+    cx7.write_text("network: {version: 2}\n")
+    cx7.chmod(0o600)
+    (node.netplan / "README").write_text("not netplan")
+    files = gather(capsys)["netplan"]
+    assert list(files) == [str(cx7)]
+    assert files[str(cx7)]["sha256"] == hashlib.sha256(b"network: {version: 2}\n").hexdigest()
+    assert files[str(cx7)]["mode"] == "0600"
 
 
 def test_commands_are_argv_lists_and_read_only(capsys, node):

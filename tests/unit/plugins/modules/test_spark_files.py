@@ -391,3 +391,23 @@ def test_a_directory_in_place_of_a_file_fails(capsys, tmp_path):
 def test_unknown_option_fails(capsys):
     result = failed(capsys, {"links": []})
     assert "links" in result["msg"] and "Unsupported parameters" in result["msg"]
+
+
+def test_secret_files_are_written_and_never_shown(capsys, tmp_path):
+    token = tmp_path / "hf_token"
+    args = {"secret_files": [{"path": str(token), "content": "hf_SecretValue1234", "mode": "0600"}],
+            "_ansible_diff": True}
+    rc, result = run_module(capsys, args)
+    assert rc == 0 and result["changed"] and token.read_text() == "hf_SecretValue1234"
+    assert oct(token.stat().st_mode & 0o777) == "0o600"
+    assert "hf_SecretValue1234" not in json.dumps(result)
+    rc, result = run_module(capsys, args)
+    assert rc == 0 and not result["changed"]
+
+
+def test_exists_reports_paths_without_touching_them(capsys, tmp_path):
+    marker = tmp_path / "done"
+    marker.write_text("x")
+    rc, result = run_module(capsys, {"exists": [str(marker), str(tmp_path / "missing")]})
+    assert rc == 0 and not result["changed"]
+    assert result["exists"] == {str(marker): True, str(tmp_path / "missing"): False}
