@@ -70,6 +70,11 @@ def _ibdev_lines(text):
     return found
 
 
+def listed_netdevs(text):
+    """The netdevs ``ibdev2netdev`` output names, Up or not."""
+    return set(_ibdev_lines(text))
+
+
 def parse_ibdev2netdev(text, interfaces=QSFP_INTERFACES):
     """The Up netdevs of ``ibdev2netdev`` output that are in ``interfaces``, in the order of ``interfaces``."""
     found = _ibdev_lines(text)

@@ -273,51 +273,19 @@ import hashlib
 import json
 import os
 import pwd
-import re
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
-QSFP_INTERFACES = ["enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1"]
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _spark_net as net
+
 SOURCE_IBDEV2NETDEV = "ibdev2netdev"
 SOURCE_SYSFS = "/sys/class/net/*/operstate"
 # Module-level so that the unit tests can point them at a scratch directory.
 SYS_CLASS_NET = "/sys/class/net"
 DEV_INFINIBAND = "/dev/infiniband"
 NETPLAN_DIR = "/etc/netplan"
-
-# "rocep1s0f1 port 1 ==> enp1s0f1np1 (Up)"
-_IBDEV_LINE = re.compile(r"^\s*(?P<ibdev>\S+)\s+port\s+\d+\s+==>\s+(?P<netdev>\S+)\s+\((?P<state>[^)]*)\)")
-
-
-def _parse_ibdev2netdev(text):
-    """ibdev2netdev output -> {netdev: (rdma device, is_up)} (a netdev listed twice is Up if any line says so)."""
-    found = {}
-    for line in (text or "").splitlines():
-        match = _IBDEV_LINE.match(line)
-        if not match:
-            continue
-        netdev = match.group("netdev")
-        is_up = match.group("state").strip().lower() == "up"
-        if netdev not in found or (is_up and not found[netdev][1]):
-            found[netdev] = (match.group("ibdev"), is_up)
-    return found
-
-
-def _qsfp_from_ibdev2netdev(text, interfaces):
-    """(up, rdma) among ``interfaces`` in their order, or None when ibdev2netdev lists none of them."""
-    found = _parse_ibdev2netdev(text)
-    if not any(name in found for name in interfaces):
-        return None
-    up = [name for name in interfaces if name in found and found[name][1]]
-    return up, [found[name][0] for name in up]
-
-
-def _parse_operstate(states, interfaces):
-    """{netdev: content of its operstate file, or None} -> the Up ones among ``interfaces``, in their order."""
-    return [name for name in interfaces if (states.get(name) or "").strip().lower() == "up"]
-
 
 def _read_operstates(interfaces):
     states = {}
@@ -441,10 +409,12 @@ class SparkFacts:
             rc, out, dummy = self.run([ibdev2netdev])
             if rc == 0:
                 raw = out
-                parsed = _qsfp_from_ibdev2netdev(out, interfaces)
-                if parsed is not None:
-                    return {"up": parsed[0], "source": SOURCE_IBDEV2NETDEV, "rdma": parsed[1], "ibdev2netdev": raw}
-        up = _parse_operstate(_read_operstates(interfaces), interfaces)
+                # ibdev2netdev wins when it names any of the interfaces, even if all are Down.
+                if net.listed_netdevs(out) & set(interfaces):
+                    up = net.parse_ibdev2netdev(out, interfaces)
+                    return {"up": up, "source": SOURCE_IBDEV2NETDEV, "rdma": net.rdma_devices(out, up),
+                            "ibdev2netdev": raw}
+        up = net.parse_operstate(_read_operstates(interfaces), interfaces)
         return {"up": up, "source": SOURCE_SYSFS, "rdma": [], "ibdev2netdev": raw}
 
     def network(self):
@@ -558,7 +528,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             login_user=dict(type="str"),
-            interfaces=dict(type="list", elements="str", default=list(QSFP_INTERFACES)),
+            interfaces=dict(type="list", elements="str", default=list(net.QSFP_INTERFACES)),
             images=dict(type="list", elements="str"),
             docker=dict(type="bool", default=True),
             paths=dict(type="list", elements="path", default=[]),

@@ -487,16 +487,3 @@ def test_unknown_login_user_fails_clearly(capsys, node, monkeypatch, args, env, 
     assert result["msg"].startswith("login user ghost does not exist on this node (it is taken from %s)" % source)
     assert "ansible_facts" not in result
     assert node.calls == []
-
-
-# -- parsers ------------------------------------------------------------------------------------------------------
-
-
-def test_parse_ibdev2netdev_ignores_noise():
-    text = "garbage\n\nrocep1s0f1 port 1 ==> enp1s0f1np1 (Up)\nrocep1s0f1 port 2 ==> enp1s0f1np1 (Down)\n"
-    assert spark_facts._parse_ibdev2netdev(text) == {"enp1s0f1np1": ("rocep1s0f1", True)}
-
-
-def test_parse_operstate():
-    states = {"a": "up\n", "b": "down\n", "c": None, "d": "UP"}
-    assert spark_facts._parse_operstate(states, ["d", "c", "b", "a", "e"]) == ["d", "a"]
