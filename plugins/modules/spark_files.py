@@ -150,7 +150,8 @@ def _precheck(module):
         if os.path.isdir(path) and not os.path.islink(path):
             module.fail_json(msg="%s is a directory" % path)
         parent = os.path.dirname(path)
-        if not os.path.isdir(parent) and os.path.normpath(parent) not in planned:
+        # In check mode a missing directory is only a prediction: an earlier task would have created it.
+        if not os.path.isdir(parent) and os.path.normpath(parent) not in planned and not module.check_mode:
             module.fail_json(msg="%s: the directory %s does not exist" % (path, parent))
     for path in module.params["absent"]:
         if not os.path.isabs(path):

@@ -411,3 +411,10 @@ def test_exists_reports_paths_without_touching_them(capsys, tmp_path):
     rc, result = run_module(capsys, {"exists": [str(marker), str(tmp_path / "missing")]})
     assert rc == 0 and not result["changed"]
     assert result["exists"] == {str(marker): True, str(tmp_path / "missing"): False}
+
+
+def test_check_mode_predicts_a_file_in_a_directory_an_earlier_task_creates(capsys, tmp_path):
+    target = tmp_path / "not-yet" / "openmpi-hostfile"
+    rc, result = run_module(capsys, {"files": [{"path": str(target), "content": "x\n"}], "_ansible_check_mode": True})
+    assert rc == 0 and result["changed"] and result["changed_paths"] == [str(target)]
+    assert not target.parent.exists()
