@@ -156,6 +156,7 @@ def node(monkeypatch, tmp_path):
     monkeypatch.setattr(spark_facts, "NETPLAN_DIR", str(netplan))
     groups = {1000: "spark", 27: "sudo", 998: "docker"}
     monkeypatch.setattr(spark_facts.os, "getgrouplist", lambda name, gid: [gid, 27, 998, 4242])
+
     def getgrgid(gid):
         if gid not in groups:
             raise KeyError("getgrgid(): gid not found: %d" % gid)
