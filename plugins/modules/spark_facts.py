@@ -287,6 +287,7 @@ SYS_CLASS_NET = "/sys/class/net"
 DEV_INFINIBAND = "/dev/infiniband"
 NETPLAN_DIR = "/etc/netplan"
 
+
 def _read_operstates(interfaces):
     states = {}
     for name in interfaces:
