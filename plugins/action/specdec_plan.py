@@ -25,10 +25,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        args = self._task.args
-        unknown = set(args) - self._VALID_ARGS
-        if unknown:
-            return dict(result, failed=True, msg="unsupported parameters: %s" % ", ".join(sorted(unknown)))
+        args = self._task.args  # ActionBase.run already refused arguments outside _VALID_ARGS
         scope = args.get("scope") or "serve"
         if scope not in ("serve", "network"):
             return dict(result, failed=True, msg="scope: %s is not serve or network" % scope)

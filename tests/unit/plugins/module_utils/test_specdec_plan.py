@@ -3,36 +3,17 @@
 import copy
 import hashlib
 import os
+import sys
 
 import pytest
 import yaml
 
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _specdec_plan as p
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
-QSFP = ("enp1s0f1np1", "enP2p1s0f1np1")
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+from spark_nodes import SEED_ADDRESSES, profile, spark  # noqa: E402  pylint: disable=wrong-import-position
+
 IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6"
-
-
-def profile(name):
-    with open(os.path.join(ROOT, "playbooks", "vars", name + ".yml"), encoding="utf-8") as handle:
-        return yaml.safe_load(handle)["specdec_profile"]
-
-
-def spark(name, up=QSFP, ipv4=None, images=None, docker_ok=True, user="spark"):
-    return {
-        "login_user": user, "home": "/home/" + user, "uid": 1000, "gid": 1000, "hostname": name,
-        "qsfp": {"up": list(up), "source": "ibdev2netdev", "rdma": []},
-        "ipv4": ipv4 if ipv4 is not None else {"eth0": ["172.18.0.2/16"]},
-        "default_ipv4": {"interface": "eth0", "address": "172.18.0.2"},
-        "infiniband": False,
-        "docker": {"ok": docker_ok, "error": "" if docker_ok else "Cannot connect to the Docker daemon", "runtimes": ["runc"]},
-        "images": images if images is not None else {},
-    }
-
-
-SEED_ADDRESSES = {"spark-a": {"enp1s0f1np1": "192.168.200.12/24", "enP2p1s0f1np1": "192.168.200.14/24"},
-                  "spark-b": {"enp1s0f1np1": "192.168.200.13/24", "enP2p1s0f1np1": "192.168.200.15/24"}}
 
 
 def two(variables=None, per_node=None, prof=None, facts=None):

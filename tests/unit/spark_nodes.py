@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, DGX Spark speculative-decoding collection maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""What the plan's tests feed it: the playbooks' profiles and the ``spark`` fact of healthy nodes."""
+
+from __future__ import annotations
+
+import os
+
+import yaml
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+QSFP = ("enp1s0f1np1", "enP2p1s0f1np1")
+# NVIDIA's two-Spark address plan, as in inventories/example.
+SEED_ADDRESSES = {"spark-a": {"enp1s0f1np1": "192.168.200.12/24", "enP2p1s0f1np1": "192.168.200.14/24"},
+                  "spark-b": {"enp1s0f1np1": "192.168.200.13/24", "enP2p1s0f1np1": "192.168.200.15/24"}}
+
+
+def profile(name):
+    """``specdec_profile`` of playbooks/vars/NAME.yml."""
+    with open(os.path.join(ROOT, "playbooks", "vars", name + ".yml"), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)["specdec_profile"]
+
+
+def spark(name, up=QSFP, ipv4=None, images=None, docker_ok=True, user="spark"):
+    """The ``spark`` fact that spark_facts returns for a node (healthy unless told otherwise)."""
+    return {
+        "login_user": user, "home": "/home/" + user, "uid": 1000, "gid": 1000, "hostname": name,
+        "qsfp": {"up": list(up), "source": "ibdev2netdev", "rdma": []},
+        "ipv4": ipv4 if ipv4 is not None else {"eth0": ["172.18.0.2/16"]},
+        "default_ipv4": {"interface": "eth0", "address": "172.18.0.2"},
+        "infiniband": False,
+        "docker": {"ok": docker_ok, "error": "" if docker_ok else "Cannot connect to the Docker daemon",
+                   "runtimes": ["runc"]},
+        "images": images if images is not None else {},
+    }
