@@ -17,6 +17,20 @@ PREFIXES = ("specdec_serve_", "specdec_cluster", "trtllm_container_", "netplan_q
 SECRETS = ("trtllm_container_hf_token",)
 
 
+def _plain(value):
+    """Plain Python values for the plan (Ansible templates to its own subclasses of str, dict and list)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    for kind in (int, float, str):
+        if isinstance(value, kind):
+            return kind(value)
+    return value
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("profile", "group", "scope"))
@@ -29,7 +43,7 @@ class ActionModule(ActionBase):
         scope = args.get("scope") or "serve"
         if scope not in ("serve", "network"):
             return dict(result, failed=True, msg="scope: %s is not serve or network" % scope)
-        profile = args.get("profile") if scope == "serve" else {"container_mode": "multinode"}
+        profile = _plain(args.get("profile")) if scope == "serve" else {"container_mode": "multinode"}
         if not isinstance(profile, dict):
             return dict(result, failed=True, msg="profile: %s is not a mapping (the playbook's specdec_profile)"
                         % type(profile).__name__)
@@ -44,8 +58,8 @@ class ActionModule(ActionBase):
             out = {}
             for key in vars_:
                 if key.startswith(PREFIXES) and key not in SECRETS:
-                    out[key] = vars_[key]
-            out["ansible_host"] = vars_.get("ansible_host")
+                    out[key] = _plain(vars_[key])
+            out["ansible_host"] = _plain(vars_.get("ansible_host"))
             return out
 
         mine = read(host)

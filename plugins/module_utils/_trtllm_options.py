@@ -471,8 +471,12 @@ class ValidationResult:
 # ---------------------------------------------------------------------------
 
 def _type_name(value):
-    return {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "mapping",
-            type(None): "null"}.get(type(value), type(value).__name__)
+    # isinstance, not type(): Ansible hands over subclasses of str, dict and list (its tagged values).
+    for kind, name in ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (list, "list"),
+                       (dict, "mapping"), (type(None), "null")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
 
 
 def _show(value):

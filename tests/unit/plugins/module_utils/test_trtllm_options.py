@@ -324,3 +324,12 @@ def test_keys_removed_and_added_between_releases():
 def test_exclusive_upper_bound():
     (error,) = errors_of({"video_pruning_rate": 1.0}, "1.3.0rc12")
     assert "< 1" in error
+
+
+def test_type_names_of_subclasses_are_the_plain_ones():
+    class TaggedStr(str):
+        pass
+
+    with pytest.raises(t.OptionsError) as info:
+        t.validate({"kv_cache_config": {"free_gpu_memory_fraction": TaggedStr("lots")}})
+    assert '"lots" (str)' in str(info.value) and "TaggedStr" not in str(info.value)
