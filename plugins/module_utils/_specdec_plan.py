@@ -184,9 +184,13 @@ class _Reader:
             return None
         return str(value)
 
+    def unset(self, name):
+        """The inventory sets ``name`` to null: for an optional flag, leave it out whatever the profile says."""
+        return name in self.vars and self.vars[name] is None
+
     def integer(self, name, profile_key=None, default=None, minimum=None, maximum=None, nullable=False):
         value = self.raw(name, profile_key, default)
-        if value is None and nullable:
+        if nullable and (value is None or self.unset(name)):
             return None
         number = _as_int(value)
         accepted = "an integer" + _range(minimum, maximum)
@@ -197,7 +201,7 @@ class _Reader:
 
     def fraction(self, name, profile_key=None):
         value = self.raw(name, profile_key, None)
-        if value is None:
+        if value is None or self.unset(name):
             return None
         try:
             number = float(value) if not isinstance(value, bool) else None

@@ -338,3 +338,13 @@ def test_draft_given_as_a_path_is_used_where_it_is():
 def test_bad_management_address_is_named():
     errors = errors_of(two, per_node={"spark-b": {"netplan_qsfp_management_address": "10.0.0.300"}})
     assert errors == ['netplan_qsfp_management_address on spark-b: "10.0.0.300" is not an IP address']
+
+
+def test_null_in_inventory_leaves_out_a_flag_the_profile_sets():
+    plans, dummy = two({"specdec_serve_max_num_tokens": None})
+    assert "--max_num_tokens" not in plans["spark-a"]["serve"]["argv"]
+    plans, dummy = one({"specdec_serve_kv_cache_free_gpu_memory_fraction": None})
+    assert "--kv_cache_free_gpu_memory_fraction" not in plans["spark-a"]["serve"]["argv"]
+    # An empty string still means "the default", as the roles' empty defaults always did.
+    plans, dummy = two({"specdec_serve_max_num_tokens": ""})
+    assert plans["spark-a"]["serve"]["argv"][plans["spark-a"]["serve"]["argv"].index("--max_num_tokens") + 1] == "1024"
