@@ -62,13 +62,13 @@ class ActionModule(ActionBase):
             out["ansible_host"] = _plain(vars_.get("ansible_host"))
             return out
 
-        mine = read(host)
         mode = "multinode" if scope == "network" else (
-            mine.get("trtllm_container_mode") or profile.get("container_mode") or "single")
+            _plain(hostvars[host].get("trtllm_container_mode")) or profile.get("container_mode") or "single")
         try:
-            cluster_vars = {h: read(h) for h in candidates}
-            cluster_vars[host] = mine
-            cluster, nodes = plan.cluster_members(host, candidates, cluster_vars, groups, single=mode != "multinode")
+            # Membership needs two variables of every Spark; the full read is for the cluster's own nodes only.
+            membership = {h: {k: _plain(hostvars[h].get(k)) for k in ("specdec_cluster", "specdec_cluster_head")}
+                          for h in set(candidates) | {host}}
+            cluster, nodes = plan.cluster_members(host, candidates, membership, groups, single=mode != "multinode")
             active = set(task_vars.get("ansible_play_hosts") or [])
             absent = [n for n in nodes if n not in active]
             if absent:
@@ -78,11 +78,11 @@ class ActionModule(ActionBase):
                     % (", ".join(absent), cluster, "is" if len(absent) == 1 else "are", ", ".join(nodes))])
             # ansible_facts.spark from spark_facts (also when facts are not injected as variables, as under AWX).
             facts = {n: (hostvars[n].get("ansible_facts") or {}).get("spark") or hostvars[n].get("spark") for n in nodes}
+            node_vars = {n: read(n) for n in nodes}
             if scope == "network":
-                plans, warnings = plan.plan_network(cluster, nodes, {n: cluster_vars[n] for n in nodes}, facts)
+                plans, warnings = plan.plan_network(cluster, nodes, node_vars, facts)
             else:
-                plans, warnings = plan.plan_cluster(cluster, nodes, profile, {n: cluster_vars[n] for n in nodes},
-                                                    facts)
+                plans, warnings = plan.plan_cluster(cluster, nodes, profile, node_vars, facts)
         except plan.PlanError as exc:
             return dict(result, failed=True, changed=False, msg=to_native(exc), cluster=exc.cluster,
                         errors=exc.errors)

@@ -365,14 +365,18 @@ def _hub_dir(repo):
     return "models--" + repo.replace("/", "--")
 
 
-def plan_network(cluster, nodes, node_vars, facts):
-    """Only the QSFP link of a cluster (netplan documents and addresses) -> ({host: node plan}, warnings)."""
-    errors = []
-    warnings = []
+def _require_facts(cluster, nodes, facts):
     missing = [h for h in nodes if not facts.get(h)]
     if missing:
         raise PlanError(cluster, ["%s: no node facts (run dgx_spark.specdec.spark_facts on every node of the "
                                   "cluster first; is the node in the play?)" % ", ".join(missing)])
+
+
+def plan_network(cluster, nodes, node_vars, facts):
+    """Only the QSFP link of a cluster (netplan documents and addresses) -> ({host: node plan}, warnings)."""
+    errors = []
+    warnings = []
+    _require_facts(cluster, nodes, facts)
     _deprecations(nodes, node_vars, errors, warnings)
     if len(nodes) < 2:
         errors.append("cluster %s: the QSFP link joins two or more Sparks, found %s" % (cluster, ", ".join(nodes)))
@@ -401,10 +405,7 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
     if not isinstance(profile, dict):
         raise PlanError(cluster, ["specdec_profile: %s is not a mapping (the playbook's vars file sets it)"
                                   % _show(profile)])
-    missing = [h for h in nodes if not facts.get(h)]
-    if missing:
-        raise PlanError(cluster, ["%s: no node facts (run dgx_spark.specdec.spark_facts on every node of the "
-                                  "cluster first; is the node in the play?)" % ", ".join(missing)])
+    _require_facts(cluster, nodes, facts)
     head = nodes[0]
     _deprecations(nodes, node_vars, errors, warnings)
     where = "%s (cluster %s)" % (head, cluster)
