@@ -65,8 +65,8 @@ class ActionModule(ActionBase):
         mode = "multinode" if scope == "network" else (
             _plain(hostvars[host].get("trtllm_container_mode")) or profile.get("container_mode") or "single")
         try:
-            # Membership needs two variables of every Spark; the full read is for the cluster's own nodes only.
-            membership = {h: {k: _plain(hostvars[h].get(k)) for k in ("specdec_cluster", "specdec_cluster_head")}
+            # Membership needs three variables of every Spark; the full read is for the cluster's own nodes only.
+            membership = {h: {k: _plain(hostvars[h].get(k)) for k in ("specdec_cluster", "specdec_cluster_head", "specdec_profile_name")}
                           for h in set(candidates) | {host}}
             cluster, nodes = plan.cluster_members(host, candidates, membership, groups, single=mode != "multinode")
             active = set(task_vars.get("ansible_play_hosts") or [])

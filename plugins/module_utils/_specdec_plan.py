@@ -292,12 +292,21 @@ def cluster_members(host, candidates, host_vars, groups, single=False):
     host in group ``spark_head``, else the only member. The other members follow in inventory order.
     With ``single`` (a one-Spark profile) every host serves alone.
     """
-    if single:
-        return str(host_vars.get(host, {}).get("specdec_cluster") or host), [host]
     name = str(host_vars.get(host, {}).get("specdec_cluster") or DEFAULT_CLUSTER)
     members = [h for h in candidates if str(host_vars.get(h, {}).get("specdec_cluster") or DEFAULT_CLUSTER) == name]
     if host not in members:
         members.append(host)
+    # A fleet names each cluster's profile (specdec_profile_name): one cluster, one profile.
+    profiles = {}
+    for member in members:
+        profiles.setdefault(str(host_vars.get(member, {}).get("specdec_profile_name") or ""), []).append(member)
+    if len(profiles) > 1 and host_vars.get(host, {}).get("specdec_cluster"):
+        raise PlanError(name, ["specdec_profile_name of cluster %s: its nodes name different profiles (%s); a cluster "
+                               "serves one profile: set it once, on the cluster's group" % (name, "; ".join(
+                                   "%s on %s" % (_show(p) if p else "none", ", ".join(hosts))
+                                   for p, hosts in sorted(profiles.items())))])
+    if single:
+        return str(host_vars.get(host, {}).get("specdec_cluster") or host), [host]
     errors = []
     named = sorted({str(host_vars[h]["specdec_cluster_head"]) for h in members
                     if host_vars.get(h, {}).get("specdec_cluster_head")})

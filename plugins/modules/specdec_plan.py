@@ -20,7 +20,9 @@ description:
     variable (default C(sparks)); its head is C(specdec_cluster_head), set once (usually as a variable of the cluster's
     group), else the cluster's one host in group C(spark_head), else its only host. The rank order is the head, then the
     other members in inventory order; netplan pairing, the hostfile, SSH trust, mpirun and the server all use it. With a
-    one-Spark profile (C(container_mode=single)) every host serves alone.
+    one-Spark profile (C(container_mode=single)) every host serves alone. In a fleet (C(playbooks/fleet.yml)) each
+    cluster names its profile with C(specdec_profile_name); nodes of one cluster that name different profiles are
+    refused.
   - B(What it reads.) The public variables of the roles, where the inventory sets them, else the profile's value, else
     the default documented in each role's README - C(specdec_serve_*) (release, method, models, draft directory,
     C(max_draft_len), options and extra options, trtllm-serve flags and extra arguments, mpirun exports, validation

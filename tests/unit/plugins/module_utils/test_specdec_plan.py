@@ -62,6 +62,21 @@ def test_single_profile_serves_each_host_alone():
                              {"spark_head": ["spark-a"]}, single=True) == ("spark-a", ["spark-a"])
 
 
+def test_a_cluster_serves_one_profile():
+    hv = {"a": {"specdec_cluster": "pair1", "specdec_cluster_head": "a", "specdec_profile_name": "two_spark_eagle3"},
+          "b": {"specdec_cluster": "pair1", "specdec_profile_name": "single_spark_eagle3"},
+          "s": {"specdec_cluster": "solo", "specdec_profile_name": "single_spark_eagle3"}}
+    for host, single in (("a", False), ("b", True)):
+        (message,) = errors_of(p.cluster_members, host, ["a", "b", "s"], hv, {}, single=single)
+        assert message == ('specdec_profile_name of cluster pair1: its nodes name different profiles '
+                           '("single_spark_eagle3" on b; "two_spark_eagle3" on a); a cluster serves one profile: '
+                           "set it once, on the cluster's group")
+    assert p.cluster_members("s", ["a", "b", "s"], hv, {}, single=True) == ("solo", ["s"])
+    # Without clusters in the inventory, one-Spark profiles still serve every host alone.
+    assert p.cluster_members("a", ["a", "b"], {"a": {"specdec_profile_name": "x"}, "b": {}}, {},
+                             single=True) == ("a", ["a"])
+
+
 @pytest.mark.parametrize("hv, groups, message", [
     ({"a": {}, "b": {}}, {}, "cluster sparks (a, b) has no head"),
     ({"a": {}, "b": {}}, {"spark_head": ["a", "b"]}, "several hosts in spark_head (a, b)"),

@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, DGX Spark speculative-decoding collection maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""A fleet run, cluster by cluster: when a node must stop because its cluster failed, and the summary.
+
+playbooks/fleet.yml records on each Spark, as facts it sets (they need no connection):
+
+* ``specdec_fleet_started``: the run reached the host (absent: left out by ``--limit``);
+* ``specdec_fleet_failure``: ``{"cause": ...}`` when the host stopped (its own error, or its cluster's);
+* ``specdec_fleet_serving``: ``{"profile": ..., "head": ..., "port": ...}`` on the head once its endpoint passed;
+* ``specdec_plan``: the plan, once computed (cluster and nodes, head first).
+
+Pure Python: the filter plugin ``dgx_spark.specdec.fleet`` and the unit tests use it.
+"""
+
+from __future__ import annotations
+
+FAILURE = "specdec_fleet_failure"
+SERVING = "specdec_fleet_serving"
+STARTED = "specdec_fleet_started"
+
+
+def _get(variables, name, default=None):
+    try:
+        value = variables.get(name, default)
+    except Exception:  # Ansible's HostVars may fail to template an unrelated variable
+        return default
+    return default if value is None else value
+
+
+def cluster_of(host, variables):
+    """The host's cluster: from its plan when it has one, else its inventory (``specdec_cluster``), else itself."""
+    plan = _get(variables, "specdec_plan") or {}
+    return str(plan.get("cluster") or _get(variables, "specdec_cluster") or host)
+
+
+def _nodes(host, hosts, hostvars):
+    """The cluster's nodes, head first when the plan is known, else in inventory order."""
+    plan = _get(hostvars[host], "specdec_plan") or {}
+    if plan.get("nodes"):
+        return [str(n) for n in plan["nodes"]]
+    mine = _get(hostvars[host], "specdec_cluster")
+    if not mine:
+        return [host]
+    return [h for h in hosts if str(_get(hostvars[h], "specdec_cluster") or "") == str(mine)] or [host]
+
+
+def stop_reason(host, hosts, hostvars):
+    """Why ``host`` must stop because another node of its cluster stopped; "" when none did."""
+    cluster = cluster_of(host, hostvars[host])
+    failed = []
+    for node in _nodes(host, hosts, hostvars):
+        if node == host or node not in hostvars:
+            continue
+        failure = _get(hostvars[node], FAILURE)
+        if failure and not failure.get("stopped_by_cluster"):
+            failed.append("%s failed: %s" % (node, cause(failure.get("cause"))))
+    if not failed:
+        return ""
+    return "cluster %s stops: %s" % (cluster, "; ".join(failed))
+
+
+def cause(text):
+    """A failure message on one line: the plan's header line dropped, its bullets joined with "; "."""
+    lines = []
+    for line in str(text or "unknown cause").splitlines():
+        line = line.strip()
+        if not line or line.endswith("found before anything changed:"):
+            continue
+        lines.append(line[2:] if line.startswith("- ") else line)
+    return "; ".join(lines) or "unknown cause"
+
+
+def summary(hosts, hostvars):
+    """One line per cluster and the total line, with counts. ``hosts`` in inventory order."""
+    clusters = {}
+    for host in hosts:
+        variables = hostvars[host]
+        clusters.setdefault(cluster_of(host, variables), []).append(host)
+    serving = failed = 0
+    lines = []
+    result = {}
+    for name, members in clusters.items():
+        started = [h for h in members if _get(hostvars[h], STARTED)]
+        failures = [(h, _get(hostvars[h], FAILURE)) for h in members if _get(hostvars[h], FAILURE)]
+        serving_heads = [(h, _get(hostvars[h], SERVING)) for h in members if _get(hostvars[h], SERVING)]
+        nodes = ", ".join(members)
+        if not started:
+            state, detail = "not run", "not in this run (--limit)"
+        elif failures:
+            state = "failed"
+            own = [(h, f) for h, f in failures if not f.get("stopped_by_cluster")] or failures
+            # Every node of a cluster computes the same plan: a shared cause is told once.
+            causes = {}
+            for host, failure in own:
+                causes.setdefault(cause(failure.get("cause")), []).append(host)
+            detail = "; ".join("%s: %s" % (", ".join(hosts), text) for text, hosts in causes.items())
+            failed += 1
+        elif serving_heads and len(started) == len(members):
+            state = "serving"
+            head, info = serving_heads[0]
+            detail = "%s on %s port %s" % (info.get("profile") or "its profile", head, info.get("port"))
+            serving += 1
+        else:
+            state = "failed"
+            missing = [h for h in members if h not in started]
+            detail = ("%s not in this run" % ", ".join(missing)) if missing else "the endpoint was not validated"
+            failed += 1
+        result[name] = {"state": state, "nodes": members, "detail": detail}
+        lines.append("%s (%s): %s - %s" % (name, nodes, state.upper() if state == "failed" else state, detail))
+    lines.append("fleet: %d clusters serving, %d failed" % (serving, failed))
+    return {"lines": lines, "serving": serving, "failed": failed, "clusters": result}
