@@ -1,6 +1,7 @@
 # Two commands for a fresh Debian 12 machine (as root):
 #   make demo   bring up the simulated two-Spark lab and serve Qwen3-235B EAGLE-3 with TP=2 on it
-#   make test   run every test: unit, lab, lint, sanity and the molecule scenarios
+#   make test   run every test: unit, lab, lint, sanity, the molecule scenarios, the EE and the fleet
+#   make fleet-demo   a fleet of 2 pairs + 1 single, run twice the way AWX runs a job
 # Both create .venv/ (reused when present) and start Docker when a step needs it. Safe to re-run.
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -12,7 +13,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: demo test bench venv docker unit lab-test lint sanity molecule lab-up lab-down clean
+.PHONY: demo test bench venv docker ee fleet-demo unit lab-test lint sanity molecule lab-up lab-down clean
 
 demo: venv docker
 	scripts/demo.sh
@@ -24,6 +25,14 @@ test: venv docker
 # fresh lab instance; the figures go to build/bench.json.
 bench: venv docker
 	scripts/bench.sh
+
+# The execution environment image (ansible-builder, no registry or Galaxy): local/dgx-spark-specdec-ee.
+ee: venv docker
+	scripts/ee.sh
+
+# AWX-shaped: a lab of 2 pairs + 1 single, playbooks/fleet.yml twice through ansible-runner in the EE.
+fleet-demo: ee
+	python scripts/fleet_runner.py demo
 
 venv:
 	@scripts/bootstrap.sh
