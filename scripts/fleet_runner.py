@@ -47,8 +47,7 @@ SUMMARY_TASK = "One line per cluster"
 
 # The job's outcome, from its events (AWX stores the same events).
 Q_SUMMARY = "[?event=='runner_on_ok' && event_data.task=='%s'].event_data.res.msg | [0]" % SUMMARY_TASK
-Q_CHANGED = "[?event=='playbook_on_stats'].event_data.changed | [0]"
-Q_FAILED_HOSTS = "[?event=='playbook_on_stats'].event_data.failures | [0]"
+Q_STATS = "[?event=='playbook_on_stats'].event_data | [0]"
 
 
 def inject_credential(credential_type, inputs, env_dir):
@@ -137,15 +136,18 @@ def run_job(inventory_dir, key_file, token, job, extravars=None, image=EE_IMAGE,
         for path in secret_files:
             os.remove(path)
     seconds = time.monotonic() - start
-    events = [e for e in result.events]
+    events = list(result.events)
+    stats = jmespath.search(Q_STATS, events) or {}
+    # The recap lists a host under a count only when it is not zero.
+    hosts = sorted({h for key in ("ok", "changed", "failures", "dark", "skipped", "rescued") for h in stats.get(key) or {}})
     return {
         "job": job,
         "rc": result.rc,
         "status": result.status,
         "seconds": round(seconds, 1),
         "summary": jmespath.search(Q_SUMMARY, events) or [],
-        "changed": jmespath.search(Q_CHANGED, events) or {},
-        "failures": jmespath.search(Q_FAILED_HOSTS, events) or {},
+        "changed": {h: (stats.get("changed") or {}).get(h, 0) for h in hosts},
+        "failures": {h: n for h, n in (stats.get("failures") or {}).items() if n},
         "artifacts": os.path.join(pdd, "artifacts", "1"),
         "stdout": os.path.join(pdd, "artifacts", "1", "stdout"),
     }

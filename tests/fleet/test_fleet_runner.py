@@ -5,6 +5,7 @@ Needs the lab images and the EE image (`make ee`); `make test` runs it as the st
 """
 
 import os
+import secrets
 import subprocess
 import sys
 
@@ -15,7 +16,8 @@ import fleet_runner as fr  # noqa: E402  pylint: disable=wrong-import-position
 
 PREFIX = "fleettest-"
 # A token the runs must never write anywhere but the Sparks (the lab's hub accepts hf_ + alphanumerics).
-TOKEN = "hf_FleetRunnerSecret42"
+# Made at run time: the project the runs copy holds this file.
+TOKEN = "hf_" + secrets.token_hex(12)
 
 
 def lab(*args):
@@ -46,6 +48,11 @@ def test_two_runs_converge_every_cluster_then_change_nothing(fleet):
     assert all(": serving - " in line for line in lines.values()), first["summary"]
     assert first["summary"][-1] == "fleet: 3 clusters serving, 0 failed"
     assert sum(first["changed"].values()) > 0
+    # The credential reached the Sparks: the serving containers read it from the token file.
+    for node in ("pair1-a", "pair2-b", "single1-a"):
+        delivered = subprocess.run(["docker", "exec", "trtllm-" + PREFIX + node, "cat", "/etc/dgx-spark/hf_token"],
+                                   capture_output=True, text=True)
+        assert delivered.stdout.strip() == TOKEN, (node, delivered.stderr)
 
     second = fr.run_job(inventory, key, TOKEN, "fleettest-2")
     assert second["rc"] == 0
