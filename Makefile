@@ -23,7 +23,7 @@ test: venv docker
 
 # A benchmark (not a timed test): first converge and no-op re-run of the two-Spark playbook on a
 # fresh lab instance; the figures go to build/bench.json.
-bench: venv docker
+bench: venv docker ee
 	scripts/bench.sh
 
 # The execution environment image (ansible-builder, no registry or Galaxy): local/dgx-spark-specdec-ee.

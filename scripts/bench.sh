@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make bench`: a benchmark, not a timed test. On a fresh lab instance of its own (prefix bench-),
 # run the two-Spark playbook twice and report the first converge, the no-op re-run (which must
-# change nothing) and the tasks per host; the figures go to build/bench.json.
+# change nothing) and the tasks per host. Then, on a fresh fleet (2 pairs + 1 single, prefix
+# bench-fleet-), playbooks/fleet.yml: its first converge, and its no-op re-run both directly and
+# through ansible-runner in the EE (make ee first). The figures go to build/bench.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SPARK_LAB_PREFIX=${SPARK_LAB_PREFIX:-bench-}
@@ -13,10 +15,10 @@ mkdir -p build
 "$lab" up
 trap '"$lab" down >/dev/null 2>&1 || true' EXIT
 
-run() {  # NAME: run the playbook, log to build/bench-NAME.log, print the seconds it took
+run() {  # NAME [INVENTORY PLAYBOOK]: run a playbook, log to build/bench-NAME.log, print the seconds it took
   local start end
   start=$(date +%s.%N)
-  if ! ansible-playbook -i inventories/lab playbooks/two_spark_eagle3.yml >"build/bench-$1.log" 2>&1; then
+  if ! ansible-playbook -i "${2:-inventories/lab}" "${3:-playbooks/two_spark_eagle3.yml}" >"build/bench-$1.log" 2>&1; then
     echo "bench: the $1 run failed; see build/bench-$1.log" >&2
     tail -n 30 "build/bench-$1.log" >&2
     exit 1
@@ -27,9 +29,25 @@ run() {  # NAME: run the playbook, log to build/bench-NAME.log, print the second
 
 first=$(run first)
 noop=$(run noop)
-python3 - "$first" "$noop" <<'PY'
+"$lab" down >/dev/null 2>&1
+
+# The fleet, on an instance of its own, after the pair's lab is gone (same machine, same load).
+fleet_lab() { SPARK_LAB_PREFIX=bench-fleet- "$lab" "$@"; }
+fleet_lab down >/dev/null 2>&1 || true
+fleet_lab up --pairs 2 --singles 1
+trap '"$lab" down >/dev/null 2>&1 || true; fleet_lab down >/dev/null 2>&1 || true' EXIT
+fleet_inv=$(fleet_lab inventory)
+fleet_first=$(run fleet-first "$fleet_inv" playbooks/fleet.yml)
+fleet_noop=$(run fleet-noop "$fleet_inv" playbooks/fleet.yml)
+python scripts/fleet_runner.py run "$fleet_inv" "$(dirname "$fleet_inv")/ssh/id_ed25519" --job bench-ee --json \
+  >build/bench-ee.json
+python3 - "$first" "$noop" "$fleet_first" "$fleet_noop" <<'PY'
 import json, re, sys
-first, noop = float(sys.argv[1]), float(sys.argv[2])
+first, noop, fleet_first, fleet_noop = (float(a) for a in sys.argv[1:5])
+with open("build/bench-ee.json", encoding="utf-8") as handle:
+    ee = json.load(handle)
+if ee["rc"] != 0:
+    sys.exit("bench: the EE run failed; see %s" % ee["stdout"])
 recap = {}
 with open("build/bench-noop.log", encoding="utf-8") as handle:
     for line in handle:
@@ -43,6 +61,14 @@ result = {
     "noop_changed": sum(r["changed"] for r in recap.values()),
     "tasks_per_host": {h: r["ok"] for h, r in recap.items()},
     "skipped_per_host": {h: r["skipped"] for h, r in recap.items()},
+    "pair_converge_s": first,
+    "fleet_converge_s": fleet_first,
+    "fleet_to_pair_ratio": round(fleet_first / first, 2),
+    "fleet_noop_s": fleet_noop,
+    # The same no-op fleet run through ansible-runner inside the EE image (what AWX does).
+    "ee_run_s": ee["seconds"],
+    "ee_run_changed": sum(ee["changed"].values()),
+    "fleet_shape": "2 pairs + 1 single",
 }
 with open("build/bench.json", "w", encoding="utf-8") as handle:
     json.dump(result, handle, indent=2)
@@ -50,5 +76,9 @@ with open("build/bench.json", "w", encoding="utf-8") as handle:
 print("first converge: %.1f s" % first)
 print("no-op re-run:   %.1f s (%.0f%% of the first converge), changed=%d" % (noop, 100 * noop / first, result["noop_changed"]))
 print("tasks per host (no-op): %s" % ", ".join("%s %d" % kv for kv in result["tasks_per_host"].items()))
+print("fleet (2 pairs + 1 single) first converge: %.1f s = %.2fx one pair's %.1f s"
+      % (fleet_first, fleet_first / first, first))
+print("fleet no-op re-run: %.1f s with ansible-playbook, %.1f s through ansible-runner in the EE (changed=%d)"
+      % (fleet_noop, ee["seconds"], result["ee_run_changed"]))
 print("written: build/bench.json")
 PY

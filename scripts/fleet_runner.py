@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Run playbooks/fleet.yml the way AWX runs a job, and read the result from the job's events.
 
 AWX hands a job to ansible-runner: a private data directory with the project, the inventory, the extra
@@ -164,8 +163,8 @@ def lab_paths(prefix):
 
 
 def print_job(number, job):
-    print("run %d: %s, rc=%s, %.1f s (artifacts: %s)" % (number, job["status"], job["rc"], job["seconds"],
-                                                          os.path.relpath(job["artifacts"], REPO)))
+    print("run %d: %s, rc=%s, %.1f s (artifacts: %s)"
+          % (number, job["status"], job["rc"], job["seconds"], os.path.relpath(job["artifacts"], REPO)))
     for line in job["summary"]:
         print("  " + line)
 
@@ -189,7 +188,7 @@ def demo(pairs, singles, prefix, runs):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_demo = sub.add_parser("demo", help="lab of pairs and singles, then fleet.yml through the EE, twice")
     p_demo.add_argument("--pairs", type=int, default=2)

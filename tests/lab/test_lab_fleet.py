@@ -77,7 +77,7 @@ def test_written_inventory_and_ssh_login_as_the_login_user(fleet_lab):
     addr = clusters["single1"]["hosts"]["single1-a"]["ansible_host"]
     denied = subprocess.run(["ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
                              "-o", "UserKnownHostsFile=/dev/null", "-i", "/dev/null", "spark@" + addr, "true"],
-                            capture_output=True, text=True, timeout=30)
+                            capture_output=True, text=True, timeout=30, check=False)
     assert denied.returncode == 255 and "Permission denied (publickey)" in denied.stderr
 
 
