@@ -21,8 +21,8 @@ demo: venv docker
 test: venv docker
 	scripts/test.sh
 
-# A benchmark (not a timed test): first converge and no-op re-run of the two-Spark playbook on a
-# fresh lab instance; the figures go to build/bench.json.
+# A benchmark (not a timed test): first converge and no-op re-run of the two-Spark playbook, then of
+# playbooks/fleet.yml on 2 pairs + 1 single (also through the EE); the figures go to build/bench.json.
 bench: venv docker ee
 	scripts/bench.sh
 
