@@ -50,6 +50,7 @@ lab-test: venv docker
 lint: venv
 	yamllint -s .
 	ansible-lint
+	antsibull-changelog lint
 
 sanity: venv
 	tests/sanity/run-sanity.sh
