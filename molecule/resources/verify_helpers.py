@@ -8,6 +8,9 @@ import subprocess
 import time
 
 PREFIX = os.environ.get("SPARK_LAB_PREFIX", "")
+# The Spark's own sshd on the management network (Ansible and AWX log in through it). The serving
+# containers share the node's network namespace, so their listeners are listed with it.
+MANAGEMENT_SSH_PORT = 22
 TOKEN = os.environ.get("HF_TOKEN", "")
 
 

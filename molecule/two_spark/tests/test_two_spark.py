@@ -144,7 +144,7 @@ def test_token_never_exposed(host, node):
 
 
 def test_nothing_but_the_endpoint_listens_on_the_management_interface(host, node):
-    """From the peer, over the management network, only the head's OpenAI endpoint accepts a connection.
+    """From the peer, over the management network, only the head's OpenAI endpoint (and the Spark's own sshd) answers.
 
     sshd listens on the QSFP addresses only. Open MPI 4.1 binds its listeners to every interface whatever
     *_if_include says, so the plan pins them to ports 50100-50132 and the entrypoint closes those to every
@@ -154,7 +154,7 @@ def test_nothing_but_the_endpoint_listens_on_the_management_interface(host, node
     ports = set()
     for line in vh.in_container(host, node, "ss -Hltn").stdout.splitlines():
         address, port = line.split()[3].rsplit(":", 1)
-        if address in ("0.0.0.0", "*", "[::]", management):
+        if address in ("0.0.0.0", "*", "[::]", management) and int(port) != vh.MANAGEMENT_SSH_PORT:
             ports.add(int(port))
     assert 50100 in ports  # mpirun (head) or orted (worker): the reason for the firewall
     peer = vh.node_name(PEER[node])
