@@ -13,7 +13,7 @@ does the same with ansible-runner's Python API:
   them: a file in the private data directory, its path in HF_TOKEN_FILE. The file is removed after the run;
 * extra variables: the defaults of the job template's survey (extensions/awx/job_templates.yml).
 
-Artifacts stay under build/runner/<job>/artifacts/<ident>/ (stdout, job_events, env.list, command, ...).
+Artifacts stay under build/runner/<job>/artifacts/<job>/ (stdout, job_events, env.list, command, ...).
 
     python scripts/fleet_runner.py demo            # lab of 2 pairs + 1 single, fleet.yml twice (make fleet-demo)
     python scripts/fleet_runner.py run INVENTORY_DIR KEY_FILE
@@ -118,7 +118,8 @@ def run_job(inventory_dir, key_file, token, job, extravars=None, image=EE_IMAGE,
     try:
         result = ansible_runner.run(
             private_data_dir=pdd,
-            ident="1",
+            # The ident names the EE container (ansible_runner_<ident>): unique per job, as AWX's job ids are.
+            ident=job,
             playbook=template["playbook"],
             extravars=variables,
             envvars=dict(envvars, ANSIBLE_FORKS=str(template.get("forks", 5)), ANSIBLE_FORCE_COLOR="0"),
@@ -147,8 +148,8 @@ def run_job(inventory_dir, key_file, token, job, extravars=None, image=EE_IMAGE,
         "summary": jmespath.search(Q_SUMMARY, events) or [],
         "changed": {h: (stats.get("changed") or {}).get(h, 0) for h in hosts},
         "failures": {h: n for h, n in (stats.get("failures") or {}).items() if n},
-        "artifacts": os.path.join(pdd, "artifacts", "1"),
-        "stdout": os.path.join(pdd, "artifacts", "1", "stdout"),
+        "artifacts": os.path.join(pdd, "artifacts", job),
+        "stdout": os.path.join(pdd, "artifacts", job, "stdout"),
     }
 
 

@@ -94,7 +94,7 @@ def test_the_token_is_in_no_artifact(fleet):
     jobs = [d for d in os.listdir(fr.RUNNER_DIR) if d.startswith("fleettest-")]
     assert len(jobs) == 3
     for job in jobs:
-        artifacts = os.path.join(fr.RUNNER_DIR, job, "artifacts", "1")
+        artifacts = os.path.join(fr.RUNNER_DIR, job, "artifacts", job)
         for name in ("stdout", "job_events", "env.list", "command"):
             assert os.path.exists(os.path.join(artifacts, name)), (job, name)
         assert os.path.exists(os.path.join(fr.RUNNER_DIR, job, "env", "extravars"))
