@@ -670,6 +670,9 @@ def _downloads(node, model, draft_model, draft_dir):
             downloads.append({"repo": draft_model, "local_dir": draft_dir,
                               "marker": "%s/%s/%s" % (node["models_dir"], relative, MARKER)})
             waits.append("%s/%s/%s" % (MODELS_MOUNT, relative, MARKER))
+    for item in downloads:
+        # Written after a successful download (one spark_files call for all): later runs skip it.
+        item["marker_file"] = {"path": item["marker"], "content": item["repo"] + "\n", "mode": "0644"}
     return downloads, waits
 
 

@@ -148,6 +148,9 @@ def test_two_spark_plan_follows_the_seed():
 def test_downloads_and_the_markers_the_server_waits_for():
     plans, dummy = two()
     downloads = plans["spark-b"]["serve"]["downloads"]
+    # The marker file written after a successful download names the repository.
+    assert [d.pop("marker_file") for d in downloads] == [
+        {"path": d["marker"], "content": d["repo"] + "\n", "mode": "0644"} for d in downloads]
     assert downloads == [
         {"repo": "nvidia/Qwen3-235B-A22B-FP4", "local_dir": "",
          "marker": "/home/spark/.cache/huggingface/hub/models--nvidia--Qwen3-235B-A22B-FP4/.dgx-spark-complete"},
