@@ -74,18 +74,20 @@ def cause(text):
 
 def summary(hosts, hostvars):
     """One line per cluster and the total line, with counts. ``hosts`` in inventory order."""
+    # Each host's record is read once (HostVars templates on every read).
+    records = {}
     clusters = {}
     for host in hosts:
         variables = hostvars[host]
+        records[host] = {key: _get(variables, key) for key in (STARTED, FAILURE, SERVING)}
         clusters.setdefault(cluster_of(host, variables), []).append(host)
     serving = failed = 0
     lines = []
     result = {}
     for name, members in clusters.items():
-        started = [h for h in members if _get(hostvars[h], STARTED)]
-        failures = [(h, _get(hostvars[h], FAILURE)) for h in members if _get(hostvars[h], FAILURE)]
-        serving_heads = [(h, _get(hostvars[h], SERVING)) for h in members if _get(hostvars[h], SERVING)]
-        nodes = ", ".join(members)
+        started = [h for h in members if records[h][STARTED]]
+        failures = [(h, records[h][FAILURE]) for h in members if records[h][FAILURE]]
+        serving_heads = [(h, records[h][SERVING]) for h in members if records[h][SERVING]]
         if not started:
             state, detail = "not run", "not in this run (--limit)"
         elif failures:
@@ -93,9 +95,9 @@ def summary(hosts, hostvars):
             own = [(h, f) for h, f in failures if not f.get("stopped_by_cluster")] or failures
             # Every node of a cluster computes the same plan: a shared cause is told once.
             causes = {}
-            for host, failure in own:
-                causes.setdefault(cause(failure.get("cause")), []).append(host)
-            detail = "; ".join("%s: %s" % (", ".join(hosts), text) for text, hosts in causes.items())
+            for node, failure in own:
+                causes.setdefault(cause(failure.get("cause")), []).append(node)
+            detail = "; ".join("%s: %s" % (", ".join(nodes), text) for text, nodes in causes.items())
             failed += 1
         elif serving_heads and len(started) == len(members):
             state = "serving"
@@ -108,6 +110,7 @@ def summary(hosts, hostvars):
             detail = ("%s not in this run" % ", ".join(missing)) if missing else "the endpoint was not validated"
             failed += 1
         result[name] = {"state": state, "nodes": members, "detail": detail}
-        lines.append("%s (%s): %s - %s" % (name, nodes, state.upper() if state == "failed" else state, detail))
+        lines.append("%s (%s): %s - %s" % (name, ", ".join(members), state.upper() if state == "failed" else state,
+                                           detail))
     lines.append("fleet: %d clusters serving, %d failed" % (serving, failed))
     return {"lines": lines, "serving": serving, "failed": failed, "clusters": result}
