@@ -421,7 +421,15 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
     top = _Reader(where, node_vars[head], profile, errors)
 
     # -- what is served (cluster-wide, read where the head is)
-    version = top.choice("specdec_serve_trtllm_version", "trtllm_version", None, trt.SUPPORTED_VERSIONS)
+    version = top.raw("specdec_serve_trtllm_version", "trtllm_version")
+    if version is None:
+        errors.append("specdec_serve_trtllm_version on %s: not set (known releases: %s)"
+                      % (where, ", ".join(trt.SUPPORTED_VERSIONS)))
+    elif str(version) not in trt.SUPPORTED_VERSIONS:
+        errors.append(trt.unknown_release_message(version, "specdec_serve_trtllm_version on %s" % where))
+        version = None
+    else:
+        version = str(version)
     mode = top.choice("trtllm_container_mode", "container_mode", "single", ("single", "multinode"))
     multinode = mode == "multinode"
     method = top.choice("specdec_serve_method", "method", "none", trt.METHODS)

@@ -140,6 +140,12 @@ RENAMED_KEYS = {
     "kv_cache_free_gpu_memory_fraction": "kv_cache_config.free_gpu_memory_fraction",
     "free_gpu_memory_fraction": "kv_cache_config.free_gpu_memory_fraction",
     "enable_overlap_scheduler": "disable_overlap_scheduler (inverted)",
+    "kv_cache_dtype": "kv_cache_config.dtype",
+    "cuda_graph_config.padding_enabled": "cuda_graph_config.enable_padding",
+    # Only TrtLlmArgs (the TensorRT engine backend) has build_config from 1.2.0rc6 on; whether trtllm-serve
+    # drops it for PyTorch is not in llm_args.py, so the file never carries it.
+    "build_config": "the top-level max_batch_size, max_num_tokens, max_seq_len and max_beam_width "
+                    "(build_config belongs to the TensorRT engine backend)",
 }
 
 # High-level methods this collection offers (role variable specdec_serve_method).
@@ -176,13 +182,13 @@ class ValidationResult:
         self.warnings = warnings
 
 
-def unknown_release_message(version):
+def unknown_release_message(version, field="trtllm_version"):
     """Why ``version`` is refused, the releases that are known, and how to add one."""
     reason = KNOWN_UNSUPPORTED.get(str(version), "it has no field table in this collection")
-    return ("trtllm_version: %s is not a TensorRT-LLM release this collection knows: %s. Known releases: %s. "
+    return ("%s: %s is not a TensorRT-LLM release this collection knows: %s. Known releases: %s. "
             "To add one, generate its table from the release's llm_args.py (tools/llm_args_table.py) and "
             "register it in plugins/module_utils/_trtllm_options.py (README, \"Adding a TensorRT-LLM release\")"
-            % (_show(version), reason, ", ".join(SUPPORTED_VERSIONS)))
+            % (field, _show(version), reason, ", ".join(SUPPORTED_VERSIONS)))
 
 
 # ---------------------------------------------------------------------------
@@ -480,7 +486,7 @@ class _Validator:
             if key in names or (key == "decoding_type" and context):
                 continue
             key_path = self.join(path, key)
-            renamed = RENAMED_KEYS.get(key) if not path else None
+            renamed = RENAMED_KEYS.get(key_path)
             if renamed:
                 advice = " It was replaced by '%s'." % renamed
             else:
@@ -488,7 +494,8 @@ class _Validator:
                 advice = " Did you mean '%s'?" % suggestion if suggestion else ""
             self.error(key_path, "unknown key %s for TensorRT-LLM %s%s (the release forbids extra keys).%s "
                        "Accepted keys here: %s"
-                       % (_show(key), self.version, context, advice, ", ".join(sorted(names))))
+                       % (_show(key), self.version, context, advice,
+                          ", ".join(sorted(n for n in names if not n.startswith("_")))))
 
     def check_top(self, out):
         load_format = out.get("load_format")

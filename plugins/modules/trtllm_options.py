@@ -56,9 +56,15 @@ options:
     description:
       - The TensorRT-LLM release whose option set the file is validated against and whose spelling of
         O(method) is used. Match it to the tag of the container image.
+      - "Known releases: V(1.2.0rc1), V(1.2.0rc6), V(1.3.0rc11), V(1.3.0rc12), V(1.3.0rc13). Their field tables are
+        generated from each release's C(tensorrt_llm/llmapi/llm_args.py); V(1.3.0rc12), which has no published source,
+        is checked with the V(1.3.0rc13) table and keys V(1.3.0rc11) lacks are warned about."
+      - Any other release is refused before anything changes, with the known releases and how to add one
+        (C(tools/llm_args_table.py) in the collection's repository).
+      - Quoted numbers and booleans are read the way the release's pydantic models read them (V("4") becomes
+        V(4), with a warning), except where the release would not validate them (1.2's C(Eagle) path).
     type: str
     default: 1.2.0rc6
-    choices: ['1.2.0rc1', '1.2.0rc6', '1.3.0rc12']
   method:
     description:
       - High-level speculative decoding method. When set (and not V(none)), the module generates
@@ -189,7 +195,6 @@ from ansible.module_utils.common.text.converters import to_bytes, to_native
 from ansible_collections.dgx_spark.specdec.plugins.module_utils._trtllm_options import (
     DEFAULT_VERSION,
     METHODS,
-    SUPPORTED_VERSIONS,
     OptionsError,
     options_file,
 )
@@ -220,7 +225,7 @@ def main():
         argument_spec=dict(
             dest=dict(type="path", required=True),
             options=dict(type="dict", default={}),
-            trtllm_version=dict(type="str", default=DEFAULT_VERSION, choices=list(SUPPORTED_VERSIONS)),
+            trtllm_version=dict(type="str", default=DEFAULT_VERSION),
             method=dict(type="str", choices=list(METHODS)),
             draft_model=dict(type="str"),
             max_draft_len=dict(type="int"),

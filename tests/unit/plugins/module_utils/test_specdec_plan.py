@@ -247,7 +247,7 @@ def test_low_latency_publishes_its_port_on_a_bridge():
     ({"specdec_serve_port": 70000}, "specdec_serve_port on spark-a (cluster sparks): 70000 is not an integer from 1 to 65535"),
     ({"specdec_serve_host": "0.0.0.0 --x"}, 'specdec_serve_host on spark-a (cluster sparks): "0.0.0.0 --x" is not an IP address or a host name'),
     ({"specdec_serve_tp_size": 4}, "specdec_serve_tp_size on spark-a (cluster sparks): 4 is not the number of nodes of the cluster (2: spark-a, spark-b)"),
-    ({"specdec_serve_trtllm_version": "1.9.0"}, 'specdec_serve_trtllm_version on spark-a (cluster sparks): "1.9.0" is not one of 1.2.0rc1'),
+    ({"specdec_serve_trtllm_version": "1.9.0"}, 'specdec_serve_trtllm_version on spark-a (cluster sparks): "1.9.0" is not a TensorRT-LLM release'),
     ({"specdec_serve_method": "medusa"}, 'specdec_serve_method on spark-a (cluster sparks): "medusa" is not one of eagle3'),
     ({"specdec_serve_extra_args": ["--port\n8000"]}, 'specdec_serve_extra_args item on spark-a (cluster sparks): "--port\\n8000"'),
     ({"specdec_serve_mpi_export": ["HF TOKEN"]}, 'specdec_serve_mpi_export item on spark-a (cluster sparks): "HF TOKEN"'),
@@ -310,7 +310,8 @@ def test_one_spark_tp_size_and_unknown_profile_release():
     bad = copy.deepcopy(profile("single_spark_eagle3"))
     bad["trtllm_version"] = "0.9"
     errors = errors_of(p.plan_cluster, "c", ["a"], bad, {"a": {}}, {"a": spark("a")})
-    assert errors[0].startswith('specdec_serve_trtllm_version on a (cluster c): "0.9" is not one of')
+    assert errors[0].startswith('specdec_serve_trtllm_version on a (cluster c): "0.9" is not a TensorRT-LLM release')
+    assert "Known releases: 1.2.0rc1, 1.2.0rc6, 1.3.0rc11, 1.3.0rc12, 1.3.0rc13" in errors[0]
 
 
 # -- SSH trust ------------------------------------------------------------------------------------
