@@ -389,3 +389,88 @@ def test_type_names_of_subclasses_are_the_plain_ones():
     with pytest.raises(t.OptionsError) as info:
         t.validate({"kv_cache_config": {"free_gpu_memory_fraction": TaggedStr("lots")}})
     assert '"lots" (str)' in str(info.value) and "TaggedStr" not in str(info.value)
+
+
+# -- The audit of the tables against each release's llm_args.py (one test per row it found) ------------
+
+RC6_KEYS = {"nvfp4_gemm_config": {}, "sampler_force_async_worker": True, "ray_worker_extension_cls": "m.C",
+            "ray_placement_config": None, "enable_sleep": True, "disable_flashinfer_sampling": True,
+            "pp_partition": [40, 40], "otlp_traces_endpoint": "http://otel:4317", "env_overrides": {"NCCL_DEBUG": "INFO"}}
+
+
+def test_audit_2_keys_of_12rc6_that_12rc1_lacks():
+    t.validate(RC6_KEYS, "1.2.0rc6")
+    assert len(errors_of(RC6_KEYS, "1.2.0rc1")) == len(RC6_KEYS)
+
+
+def test_audit_3_mtp_thinking_token_names_per_release():
+    upper = {"decoding_type": "MTP", "BEGIN_THINKING_PHASE_TOKEN": 1, "END_THINKING_PHASE_TOKEN": 2}
+    lower = {"decoding_type": "MTP", "begin_thinking_phase_token": 1, "end_thinking_phase_token": 2}
+    t.validate({"speculative_config": upper}, "1.2.0rc1")
+    assert len(errors_of({"speculative_config": lower}, "1.2.0rc1")) == 2
+    t.validate({"speculative_config": lower}, "1.2.0rc6")
+    assert len(errors_of({"speculative_config": upper}, "1.2.0rc6")) == 2
+
+
+def test_audit_9_sa_rules_on_13():
+    base = {"decoding_type": "SA", "max_draft_len": 4}
+    t.validate({"speculative_config": base}, "1.3.0rc13")
+    assert "0 is not accepted" in errors_of({"speculative_config": dict(base, max_matching_ngram_size=0)}, "1.3.0rc13")[0]
+    (error,) = errors_of({"speculative_config": dict(base, enable_global_pool=True, max_matching_ngram_size=65)},
+                         "1.3.0rc13")
+    assert "must be -1 or between 1 and 64" in error
+    (error,) = errors_of({"speculative_config": dict(base, global_pool_size=8)}, "1.3.0rc13")
+    assert "requires enable_global_pool: true" in error
+    (error,) = errors_of({"max_batch_size": 16, "speculative_config": dict(base, enable_global_pool=True,
+                                                                           global_pool_size=8)}, "1.3.0rc13")
+    assert "global_pool_size: 8 must be >= max_batch_size (16)" in error
+
+
+def test_audit_10_kv_cache_dtype_on_13_only():
+    (error,) = errors_of({"kv_cache_config": {"dtype": "fp4"}}, "1.3.0rc13")
+    assert error.startswith('kv_cache_config.dtype: "fp4" is not accepted')
+    t.validate({"kv_cache_config": {"dtype": "FP8"}}, "1.3.0rc13")
+    t.validate({"kv_cache_config": {"dtype": "fp4"}}, "1.2.0rc6")  # 1.2's KvCacheConfig has no dtype validator
+
+
+@pytest.mark.parametrize("version", ["1.2.0rc1", "1.2.0rc6", "1.3.0rc13"])
+def test_audit_11_load_format(version):
+    t.validate({"load_format": "dummy"}, version)
+    (error,) = errors_of({"load_format": "safetensors"}, version)
+    assert "AUTO, DUMMY, VISION_ONLY" in error
+
+
+def test_audit_12_no_ranges_the_source_does_not_have():
+    t.validate({"moe_config": {"max_num_tokens": 0}, "kv_cache_config": {"max_tokens": 0},
+                "speculative_config": {"decoding_type": "MTP", "relaxed_topk": 0, "relaxed_delta": -1.0}}, "1.3.0rc13")
+    # ...and the ranges it has (Field bounds, or field validators such as max_gpu_total_bytes >= 0).
+    assert len(errors_of({"kv_cache_config": {"max_gpu_total_bytes": -1, "max_attention_window": [0]}},
+                         "1.3.0rc13")) == 2
+
+
+def test_audit_13_build_config_only_where_the_pytorch_args_have_it():
+    t.validate({"build_config": {"max_batch_size": 8}}, "1.2.0rc1")
+    (error,) = errors_of({"build_config": {"max_batch_size": 8}}, "1.3.0rc13")
+    assert "replaced by 'the top-level max_batch_size" in error
+
+
+def test_audit_14_save_state_without_layers_warns_on_12rc6():
+    result = t.validate({"speculative_config": {"decoding_type": "SaveState", "output_directory": "/tmp/s"}}, "1.2.0rc6")
+    assert any("eagle3_layers_to_capture" in w for w in result.warnings)
+    (error,) = errors_of({"speculative_config": {"decoding_type": "SaveState"}}, "1.3.0rc13")
+    assert error.startswith("speculative_config.output_directory: is required")
+
+
+def test_audit_15_and_16_mtp_fields_of_13():
+    t.validate({"speculative_config": {"decoding_type": "MTP", "num_nextn_predict_layers_from_model_config": 1}},
+               "1.3.0rc13")
+    (error,) = errors_of({"speculative_config": {"decoding_type": "MTP", "begin_thinking_phase_token": None}},
+                         "1.3.0rc13")
+    assert error.startswith("speculative_config.begin_thinking_phase_token: null is not allowed")
+
+
+def test_rc12_warns_about_keys_rc11_lacks():
+    result = t.validate({"telemetry_config": {}}, "1.3.0rc12")
+    assert any("telemetry_config" in w and "1.3.0rc11 has no telemetry_config" in w for w in result.warnings)
+    assert t.validate({"telemetry_config": {}}, "1.3.0rc13").warnings == []
+    assert errors_of({"telemetry_config": {}}, "1.3.0rc11")[0].startswith("telemetry_config: unknown key")
