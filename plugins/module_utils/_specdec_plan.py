@@ -430,6 +430,11 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
         version = None
     else:
         version = str(version)
+        # A profile names the release its NVIDIA playbook was written for and the ones NVIDIA runs it on since.
+        known = [str(profile.get("trtllm_version"))] + [str(r) for r in profile.get("releases") or ()]
+        if profile.get("trtllm_version") and version not in known:
+            warnings.append("specdec_serve_trtllm_version on %s: %s; the profile's NVIDIA playbook runs on %s (its "
+                            "options are checked for %s all the same)" % (where, version, ", ".join(known), version))
     mode = top.choice("trtllm_container_mode", "container_mode", "single", ("single", "multinode"))
     multinode = mode == "multinode"
     method = top.choice("specdec_serve_method", "method", "none", trt.METHODS)

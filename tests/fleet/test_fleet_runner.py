@@ -53,6 +53,10 @@ def test_two_runs_converge_every_cluster_then_change_nothing(fleet):
         delivered = subprocess.run(["docker", "exec", "trtllm-" + PREFIX + node, "cat", "/etc/dgx-spark/hf_token"],
                                    capture_output=True, text=True, check=False)
         assert delivered.stdout.strip() == TOKEN, (node, delivered.stderr)
+    # pair2 runs 1.3.0rc12 (its inventory says so): its stand-in judged a file spelled for that release.
+    options = subprocess.run(["docker", "exec", "trtllm-" + PREFIX + "pair2-a", "cat",
+                              "/etc/dgx-spark/extra-llm-api-config.yml"], capture_output=True, text=True, check=False)
+    assert "TensorRT-LLM 1.3.0rc12" in options.stdout and "decoding_type: Eagle3\n" in options.stdout, options
 
     second = fr.run_job(inventory, key, TOKEN, "fleettest-2")
     assert second["rc"] == 0

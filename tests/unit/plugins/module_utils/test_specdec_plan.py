@@ -367,3 +367,15 @@ def test_null_in_inventory_leaves_out_a_flag_the_profile_sets():
     # An empty string still means "the default", as the roles' empty defaults always did.
     plans, dummy = two({"specdec_serve_max_num_tokens": ""})
     assert plans["spark-a"]["serve"]["argv"][plans["spark-a"]["serve"]["argv"].index("--max_num_tokens") + 1] == "1024"
+
+
+# -- releases -------------------------------------------------------------------------------------
+
+def test_the_inventory_moves_a_profile_to_the_release_nvidia_runs_it_on_now():
+    plans, warnings = one({"specdec_serve_trtllm_version": "1.3.0rc12"})
+    assert plans["spark-a"]["trtllm_version"] == "1.3.0rc12"
+    assert "decoding_type: Draft_Target\n" in plans["spark-a"]["serve"]["options_file"]["content"]
+    assert plans["spark-a"]["container"]["image"].endswith(":1.3.0rc12")
+    assert not any("the profile's NVIDIA playbook runs on" in w for w in warnings)
+    dummy, warnings = one({"specdec_serve_trtllm_version": "1.3.0rc13"})
+    assert any("the profile's NVIDIA playbook runs on 1.2.0rc6, 1.3.0rc12" in w for w in warnings)
