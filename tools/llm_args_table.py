@@ -499,6 +499,38 @@ def module_text(table):
             'TABLE = %s\n' % (table["source"], table["release"], body))
 
 
+def compare(old, new):
+    """Lines saying what ``new`` adds, drops and changes against ``old`` (models, fields, decoding types)."""
+    lines = []
+    for tag in sorted(set(old["decoding_tags"]) | set(old["decoding_dispatch"])):
+        if tag not in new["decoding_tags"] and tag not in new["decoding_dispatch"]:
+            lines.append("- decoding_type %s" % tag)
+    for tag in sorted(set(new["decoding_tags"]) | set(new["decoding_dispatch"])):
+        if tag not in old["decoding_tags"] and tag not in old["decoding_dispatch"]:
+            lines.append("+ decoding_type %s" % tag)
+    for name in sorted(set(old["models"]) | set(new["models"])):
+        before, after = old["models"].get(name), new["models"].get(name)
+        if before is None or after is None:
+            lines.append("%s model %s" % ("+" if before is None else "-", name))
+            continue
+        for key in [k for k in before["fields"] if k not in after["fields"]]:
+            lines.append("- %s.%s" % (name, key))
+        for key in [k for k in after["fields"] if k not in before["fields"]]:
+            lines.append("+ %s.%s %s" % (name, key, json.dumps(after["fields"][key])))
+        for key in [k for k in after["fields"] if k in before["fields"] and after["fields"][k] != before["fields"][k]]:
+            lines.append("~ %s.%s %s -> %s" % (name, key, json.dumps(before["fields"][key]), json.dumps(after["fields"][key])))
+        if before.get("extra") != after.get("extra"):
+            lines.append("~ %s extra %s -> %s" % (name, before.get("extra"), after.get("extra")))
+    return lines
+
+
+def load_table(release, directory):
+    """A table this tool wrote before (its module's TABLE), read as data."""
+    with open(output_path(release, directory), encoding="utf-8") as handle:
+        text = handle.read()
+    return ast.literal_eval(text[text.index("TABLE = ") + len("TABLE = "):])
+
+
 def output_path(release, directory):
     return os.path.join(directory, "_trtllm_release_%s.py" % re.sub(r"[^0-9a-zA-Z]", "_", release))
 
@@ -514,6 +546,8 @@ def main(argv=None):
     parser.add_argument("--origin", help="how to cite the source in the table (default: derived)")
     parser.add_argument("--out-dir", default=os.path.join(here, "..", "plugins", "module_utils"))
     parser.add_argument("--json", action="store_true", help="print the table as JSON instead of writing it")
+    parser.add_argument("--compare-with", metavar="RELEASE",
+                        help="then print what changed against the table of RELEASE (for the review)")
     args = parser.parse_args(argv)
     try:
         if args.source:
@@ -535,6 +569,9 @@ def main(argv=None):
     print("%s: %d models, %d enums, %d decoding types" % (
         os.path.relpath(path), len(table["models"]), len(table["enums"]),
         len(table["decoding_tags"]) + len(set(table["decoding_dispatch"]) - set(table["decoding_tags"]))))
+    if args.compare_with:
+        for line in compare(load_table(args.compare_with, args.out_dir), table):
+            print(line)
     return 0
 
 

@@ -189,3 +189,16 @@ def test_the_shipped_tables_are_what_the_tool_writes():
                     assert handle.read() == gen.module_text(module.TABLE), name
     finally:
         sys.path.pop(0)
+
+
+def test_compare_lists_what_a_release_adds_drops_and_changes(tmp_path, table):
+    newer = gen.build_table(SOURCE.replace('    policy: Literal["a", "b"] = "a"\n', '    policy: Literal["a"] = "a"\n')
+                            .replace("    window: Annotated[int, Field(gt=0)] = 8\n", "    extra_window: int = 8\n")
+                            .replace('"Slow_Tag"', '"Slow"'), "9.9.10", "newer")
+    lines = gen.compare(table, newer)
+    assert "- decoding_type Slow_Tag" in lines and "- PaintConfig.window" in lines
+    assert '+ PaintConfig.extra_window {"type": ["int"], "default": 8}' in lines
+    assert any(line.startswith("~ TorchLlmArgs.policy") for line in lines)
+    with open(gen.output_path("9.9.9", str(tmp_path)), "w", encoding="utf-8") as handle:
+        handle.write(gen.module_text(table))
+    assert gen.load_table("9.9.9", str(tmp_path)) == table
