@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright (c) 2026, DGX Spark speculative-decoding collection maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Generate a TensorRT-LLM release's option field table from its ``tensorrt_llm/llmapi/llm_args.py``.
@@ -192,11 +191,11 @@ class Module:
                 if _name(target) == "model_config" and isinstance(stmt.value, ast.Call):
                     for kw in stmt.value.keywords:
                         if kw.arg == "extra":
-                            return str(_literal(kw.value) or _name(kw.value)).lower().split(".")[-1]
+                            return str(_literal(kw.value) or _name(kw.value)).lower().rsplit(".", maxsplit=1)[-1]
             if isinstance(stmt, ast.ClassDef) and stmt.name == "Config":
                 for inner in stmt.body:
                     if isinstance(inner, ast.Assign) and _name(inner.targets[0]) == "extra":
-                        return str(_literal(inner.value) or _name(inner.value)).lower().split(".")[-1]
+                        return str(_literal(inner.value) or _name(inner.value)).lower().rsplit(".", maxsplit=1)[-1]
         for base in self.bases(name):
             found = self.extra(base, seen)
             if found:
@@ -506,7 +505,8 @@ def _literal_text(value, indent, width=150):
         parts.append(line)
         return "(\n%s%s)" % (inner, ("\n" + inner).join(repr(part) for part in parts))
     if isinstance(value, dict):
-        items = ["%s%r: %s," % (inner, key, _literal_text(item, indent + 4, width)) for key, item in value.items()]
+        items = ["%s%r: %s," % (inner, key, _literal_text(item, indent + 4, width - len(repr(key)) - 2))
+                 for key, item in value.items()]
         return "{\n%s\n%s}" % ("\n".join(items), pad)
     if isinstance(value, list):
         items = ["%s%s," % (inner, _literal_text(item, indent + 4, width)) for item in value]

@@ -61,8 +61,9 @@ _RULES_12 = {
     "dynamic_tree": "flag",
     "draft_len_schedule": "key_one",  # rc6 DecodingBaseConfig validator: key 1 maps to max_draft_len
     "max_concurrency_excludes_schedule": False,
-    # rc6 TorchLlmArgs.validate_cuda_graph_config / rc1 the same with the generated list.
-    "cuda_graph": "max",
+    # rc1 and rc6 TorchLlmArgs.validate_cuda_graph_config: with both set, the sorted batch_sizes must equal
+    # the list CudaGraphConfig._generate_cuda_graph_batch_sizes makes from max_batch_size (1.3: max only).
+    "cuda_graph": "generated",
     "kv_cache_dtype": None,  # no dtype validator on 1.2's KvCacheConfig
     # SaveHiddenStatesDecodingConfig.validate() wants eagle3_layers_to_capture; whether start-up calls
     # validate() is not in llm_args.py, so this is a warning, not an error.
@@ -74,7 +75,7 @@ _RULES_12 = {
                                  "max_attention_window": {"items": {"gt": 0}}}},
 }
 
-_RULES_12RC1 = dict(_RULES_12, cuda_graph="generated", draft_len_schedule=None, bounds={
+_RULES_12RC1 = dict(_RULES_12, draft_len_schedule=None, bounds={
     "KvCacheConfig": {"max_gpu_total_bytes": {"ge": 0}, "max_attention_window": {"items": {"gt": 0}}}})
 
 _RULES_13 = dict(
@@ -522,7 +523,7 @@ class _Validator:
         if not (sizes and max_bs and isinstance(max_bs, int) and all(isinstance(s, int) for s in sizes)):
             return
         if self.rules["cuda_graph"] == "generated":
-            generated = cuda_graph_batch_sizes_12rc1(max_bs, bool(out.get("enable_padding")))
+            generated = cuda_graph_batch_sizes_12(max_bs, bool(out.get("enable_padding")))
             if sorted(sizes) != generated:
                 self.error(path, "set only one of batch_sizes and max_batch_size on TensorRT-LLM %s: with both, "
                            "batch_sizes must equal the list it generates from max_batch_size %s, %s"
@@ -686,8 +687,8 @@ class _Validator:
         return self.check_model("", options, self.table["root"])
 
 
-def cuda_graph_batch_sizes_12rc1(max_batch_size, enable_padding):
-    """The CUDA graph batch sizes 1.2.0rc1 generates from max_batch_size (its _generate_cuda_graph_batch_sizes)."""
+def cuda_graph_batch_sizes_12(max_batch_size, enable_padding):
+    """The CUDA graph batch sizes 1.2 generates from max_batch_size (CudaGraphConfig._generate_cuda_graph_batch_sizes)."""
     if enable_padding:
         sizes = [1, 2, 4] + list(range(8, 129, 8))
     else:

@@ -17,7 +17,16 @@ TABLE = {
             'extra': 'forbid',
             'fields': {
                 'model': {'type': ['str'], 'required': True},
-                'tokenizer': {'type': ['union', ['str'], ['any', 'TokenizerBase'], ['any', 'PreTrainedTokenizerBase'], ['none']], 'default': None},
+                'tokenizer': {
+                    'type': [
+                        'union',
+                        ['str'],
+                        ['any', 'TokenizerBase'],
+                        ['any', 'PreTrainedTokenizerBase'],
+                        ['none'],
+                    ],
+                    'default': None,
+                },
                 'tokenizer_mode': {'type': ['literal', 'auto', 'slow'], 'default': 'auto'},
                 'skip_tokenizer_init': {'type': ['bool'], 'default': False},
                 'trust_remote_code': {'type': ['bool'], 'default': False},
@@ -34,20 +43,39 @@ TABLE = {
                 'enable_attention_dp': {'type': ['bool'], 'default': False},
                 'enable_lm_head_tp_in_adp': {'type': ['bool'], 'default': False},
                 'cp_config': {'type': ['union', ['any'], ['none']], 'default': {'factory': 'dict'}},
-                'load_format': {'type': ['union', ['str'], ['enum', 'LoadFormat']], 'default': {'expr': 'LoadFormat.AUTO'}},
+                'load_format': {
+                    'type': ['union', ['str'], ['enum', 'LoadFormat']],
+                    'default': {'expr': 'LoadFormat.AUTO'},
+                },
                 'fail_fast_on_attention_window_too_large': {'type': ['bool'], 'default': False},
                 'enable_lora': {'type': ['bool'], 'default': False},
                 'lora_config': {'type': ['union', ['any', 'LoraConfig'], ['none']], 'default': None},
                 'kv_cache_config': {'type': ['model', 'KvCacheConfig'], 'default': {'factory': 'KvCacheConfig'}},
                 'enable_chunked_prefill': {'type': ['bool'], 'default': False},
-                'guided_decoding_backend': {'type': ['union', ['literal', 'xgrammar', 'llguidance'], ['none']], 'default': None},
+                'guided_decoding_backend': {
+                    'type': ['union', ['literal', 'xgrammar', 'llguidance'], ['none']],
+                    'default': None,
+                },
                 'batched_logits_processor': {'type': ['union', ['any'], ['none']], 'default': None},
                 'iter_stats_max_iterations': {'type': ['union', ['int'], ['none']], 'default': None},
                 'request_stats_max_iterations': {'type': ['union', ['int'], ['none']], 'default': None},
                 'peft_cache_config': {'type': ['union', ['model', 'PeftCacheConfig'], ['none']], 'default': None},
-                'scheduler_config': {'type': ['model', 'SchedulerConfig'], 'default': {'factory': 'SchedulerConfig'}},
-                'cache_transceiver_config': {'type': ['union', ['model', 'CacheTransceiverConfig'], ['none']], 'default': None},
-                'sparse_attention_config': {'type': ['union', ['model', 'RocketSparseAttentionConfig'], ['none']], 'default': None},
+                'scheduler_config': {
+                    'type': ['model', 'SchedulerConfig'],
+                    'default': {'factory': 'SchedulerConfig'},
+                },
+                'cache_transceiver_config': {
+                    'type': ['union', ['model', 'CacheTransceiverConfig'], ['none']],
+                    'default': None,
+                },
+                'sparse_attention_config': {
+                    'type': [
+                        'union',
+                        ['model', 'RocketSparseAttentionConfig'],
+                        ['none'],
+                    ],
+                    'default': None,
+                },
                 'speculative_config': {
                     'type': [
                         'union',
@@ -74,18 +102,31 @@ TABLE = {
                 'postprocess_tokenizer_dir': {'type': ['union', ['str'], ['none']], 'default': None},
                 'reasoning_parser': {'type': ['union', ['str'], ['none']], 'default': None},
                 'decoding_config': {'type': ['union', ['any'], ['none']], 'default': None},
-                'mpi_session': {'type': ['union', ['any'], ['none']], 'default': None, 'aliases': ['_mpi_session']},
+                'mpi_session': {
+                    'type': ['union', ['any'], ['none']],
+                    'default': None,
+                    'aliases': ['_mpi_session'],
+                },
                 'backend': {'type': ['union', ['str'], ['none']], 'default': None},
                 'return_perf_metrics': {'type': ['bool'], 'default': False},
                 'orchestrator_type': {'type': ['union', ['literal', 'rpc', 'ray'], ['none']], 'default': None},
                 'build_config': {'type': ['union', ['any'], ['none']], 'default': None},
                 'garbage_collection_gen0_threshold': {'type': ['int'], 'default': 20000},
-                'cuda_graph_config': {'type': ['union', ['model', 'CudaGraphConfig'], ['none']], 'default': {'factory': 'CudaGraphConfig'}},
-                'attention_dp_config': {'type': ['union', ['model', 'AttentionDpConfig'], ['none']], 'default': None},
+                'cuda_graph_config': {
+                    'type': ['union', ['model', 'CudaGraphConfig'], ['none']],
+                    'default': {'factory': 'CudaGraphConfig'},
+                },
+                'attention_dp_config': {
+                    'type': ['union', ['model', 'AttentionDpConfig'], ['none']],
+                    'default': None,
+                },
                 'disable_overlap_scheduler': {'type': ['bool'], 'default': False},
                 'moe_config': {'type': ['model', 'MoeConfig'], 'default': {'factory': 'MoeConfig'}},
                 'attn_backend': {'type': ['str'], 'default': 'TRTLLM'},
-                'sampler_type': {'type': ['union', ['str'], ['enum', 'SamplerType']], 'default': {'expr': 'SamplerType.auto'}},
+                'sampler_type': {
+                    'type': ['union', ['str'], ['enum', 'SamplerType']],
+                    'default': {'expr': 'SamplerType.auto'},
+                },
                 'enable_iter_perf_stats': {'type': ['bool'], 'default': False},
                 'enable_iter_req_stats': {'type': ['bool'], 'default': False},
                 'print_iter_log': {'type': ['bool'], 'default': False},
@@ -93,7 +134,10 @@ TABLE = {
                 'batch_wait_timeout_ms': {'type': ['float'], 'default': 0},
                 'batch_wait_timeout_iters': {'type': ['int'], 'default': 0},
                 'batch_wait_max_tokens_ratio': {'type': ['float'], 'default': 0},
-                'torch_compile_config': {'type': ['union', ['model', 'TorchCompileConfig'], ['none']], 'default': None},
+                'torch_compile_config': {
+                    'type': ['union', ['model', 'TorchCompileConfig'], ['none']],
+                    'default': None,
+                },
                 'enable_autotuner': {'type': ['bool'], 'default': True},
                 'enable_layerwise_nvtx_marker': {'type': ['bool'], 'default': False},
                 'enable_min_latency': {'type': ['bool'], 'default': False},
@@ -102,14 +146,28 @@ TABLE = {
                 'allreduce_strategy': {
                     'type': [
                         'union',
-                        ['literal', 'AUTO', 'NCCL', 'UB', 'MINLATENCY', 'ONESHOT', 'TWOSHOT', 'LOWPRECISION', 'MNNVL', 'NCCL_SYMMETRIC'],
+                        [
+                            'literal',
+                            'AUTO',
+                            'NCCL',
+                            'UB',
+                            'MINLATENCY',
+                            'ONESHOT',
+                            'TWOSHOT',
+                            'LOWPRECISION',
+                            'MNNVL',
+                            'NCCL_SYMMETRIC',
+                        ],
                         ['none'],
                     ],
                     'default': 'AUTO',
                 },
                 'checkpoint_loader': {'type': ['union', ['any'], ['none']], 'default': None},
                 'checkpoint_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'kv_connector_config': {'type': ['union', ['model', 'KvCacheConnectorConfig'], ['none']], 'default': None},
+                'kv_connector_config': {
+                    'type': ['union', ['model', 'KvCacheConnectorConfig'], ['none']],
+                    'default': None,
+                },
                 'mm_encoder_only': {'type': ['bool'], 'default': False},
             },
         },
@@ -133,7 +191,10 @@ TABLE = {
                 'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None},
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
+                'acceptance_length_threshold': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                },
             },
             'pytorch': True,
         },
@@ -146,7 +207,10 @@ TABLE = {
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None},
                 'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
-                'eagle_choices': {'type': ['union', ['list', ['list', ['int']]], ['none']], 'default': None},
+                'eagle_choices': {
+                    'type': ['union', ['list', ['list', ['int']]], ['none']],
+                    'default': None,
+                },
                 'greedy_sampling': {'type': ['union', ['bool'], ['none']], 'default': True},
                 'posterior_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
                 'use_dynamic_tree': {'type': ['union', ['bool'], ['none']], 'default': False},
@@ -155,7 +219,10 @@ TABLE = {
                 'num_eagle_layers': {'type': ['union', ['int'], ['none']], 'default': None},
                 'max_non_leaves_per_layer': {'type': ['union', ['int'], ['none']], 'default': None},
                 'eagle3_one_model': {'type': ['union', ['bool'], ['none']], 'default': True},
-                'eagle3_layers_to_capture': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
+                'eagle3_layers_to_capture': {
+                    'type': ['union', ['list', ['int']], ['none']],
+                    'default': None,
+                },
             },
             'pytorch': True,
         },
@@ -167,10 +234,31 @@ TABLE = {
                 'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None},
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
-                'max_window_size': {'type': ['int'], 'default': {'expr': '_LookaheadDecodingConfig.get_default_lookahead_decoding_window()'}},
-                'max_ngram_size': {'type': ['int'], 'default': {'expr': '_LookaheadDecodingConfig.get_default_lookahead_decoding_ngram()'}},
-                'max_verification_set_size': {'type': ['int'], 'default': {'expr': '_LookaheadDecodingConfig.get_default_lookahead_decoding_verification_set()'}},
+                'acceptance_length_threshold': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                },
+                'max_window_size': {
+                    'type': ['int'],
+                    'default': {
+                        'expr': (
+                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_window()'),
+                    },
+                },
+                'max_ngram_size': {
+                    'type': ['int'],
+                    'default': {
+                        'expr': (
+                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_ngram()'),
+                    },
+                },
+                'max_verification_set_size': {
+                    'type': ['int'],
+                    'default': {
+                        'expr': (
+                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_verification_set()'),
+                    },
+                },
             },
             'pytorch': False,
         },
@@ -204,7 +292,10 @@ TABLE = {
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None},
                 'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
-                'medusa_choices': {'type': ['union', ['list', ['list', ['int']]], ['none']], 'default': None},
+                'medusa_choices': {
+                    'type': ['union', ['list', ['list', ['int']]], ['none']],
+                    'default': None,
+                },
                 'num_medusa_heads': {'type': ['union', ['int'], ['none']], 'default': None},
             },
             'pytorch': False,
@@ -233,13 +324,22 @@ TABLE = {
                 'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None},
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
+                'acceptance_length_threshold': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                },
                 'output_directory': {'type': ['str'], 'required': True},
                 'write_interval': {'type': ['int'], 'default': 20},
                 'file_prefix': {'type': ['str'], 'default': 'data'},
-                'eagle3_layers_to_capture': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
+                'eagle3_layers_to_capture': {
+                    'type': ['union', ['list', ['int']], ['none']],
+                    'default': None,
+                },
                 'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': 1},
-                'eagle_choices': {'type': ['union', ['list', ['list', ['int']]], ['none']], 'default': None},
+                'eagle_choices': {
+                    'type': ['union', ['list', ['list', ['int']]], ['none']],
+                    'default': None,
+                },
             },
             'pytorch': True,
         },
@@ -251,7 +351,10 @@ TABLE = {
                 'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None},
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
+                'acceptance_length_threshold': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                },
                 'drafter': {'type': ['any'], 'required': True},
                 'resource_manager': {'type': ['any'], 'default': None},
             },
@@ -276,7 +379,10 @@ TABLE = {
                 'use_uvm': {'type': ['bool'], 'default': False},
                 'max_gpu_total_bytes': {'type': ['int'], 'default': 0},
                 'dtype': {'type': ['str'], 'default': 'auto'},
-                'mamba_ssm_cache_dtype': {'type': ['literal', 'auto', 'float16', 'bfloat16', 'float32'], 'default': 'auto'},
+                'mamba_ssm_cache_dtype': {
+                    'type': ['literal', 'auto', 'float16', 'bfloat16', 'float32'],
+                    'default': 'auto',
+                },
                 'tokens_per_block': {'type': ['int'], 'default': 32},
             },
         },
@@ -300,15 +406,30 @@ TABLE = {
         'SchedulerConfig': {
             'extra': 'forbid',
             'fields': {
-                'capacity_scheduler_policy': {'type': ['enum', 'CapacitySchedulerPolicy'], 'default': {'expr': 'CapacitySchedulerPolicy.GUARANTEED_NO_EVICT'}},
-                'context_chunking_policy': {'type': ['union', ['enum', 'ContextChunkingPolicy'], ['none']], 'default': None},
-                'dynamic_batch_config': {'type': ['union', ['model', 'DynamicBatchConfig'], ['none']], 'default': None},
+                'capacity_scheduler_policy': {
+                    'type': ['enum', 'CapacitySchedulerPolicy'],
+                    'default': {
+                        'expr': (
+                            'CapacitySchedulerPolicy.GUARANTEED_NO_EVICT'),
+                    },
+                },
+                'context_chunking_policy': {
+                    'type': ['union', ['enum', 'ContextChunkingPolicy'], ['none']],
+                    'default': None,
+                },
+                'dynamic_batch_config': {
+                    'type': ['union', ['model', 'DynamicBatchConfig'], ['none']],
+                    'default': None,
+                },
             },
         },
         'CacheTransceiverConfig': {
             'extra': 'forbid',
             'fields': {
-                'backend': {'type': ['union', ['literal', 'DEFAULT', 'UCX', 'NIXL', 'MPI'], ['none']], 'default': None},
+                'backend': {
+                    'type': ['union', ['literal', 'DEFAULT', 'UCX', 'NIXL', 'MPI'], ['none']],
+                    'default': None,
+                },
                 'max_tokens_in_buffer': {'type': ['union', ['int'], ['none']], 'default': None},
             },
         },
@@ -343,7 +464,19 @@ TABLE = {
         'MoeConfig': {
             'extra': 'forbid',
             'fields': {
-                'backend': {'type': ['literal', 'CUTLASS', 'CUTEDSL', 'WIDEEP', 'TRTLLM', 'DEEPGEMM', 'VANILLA', 'TRITON'], 'default': 'CUTLASS'},
+                'backend': {
+                    'type': [
+                        'literal',
+                        'CUTLASS',
+                        'CUTEDSL',
+                        'WIDEEP',
+                        'TRTLLM',
+                        'DEEPGEMM',
+                        'VANILLA',
+                        'TRITON',
+                    ],
+                    'default': 'CUTLASS',
+                },
                 'max_num_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
                 'load_balancer': {'type': ['union', ['any'], ['str'], ['none']], 'default': None},
                 'disable_finalize_fusion': {'type': ['bool'], 'default': False},

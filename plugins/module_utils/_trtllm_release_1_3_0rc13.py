@@ -17,7 +17,16 @@ TABLE = {
             'extra': 'forbid',
             'fields': {
                 'model': {'type': ['str'], 'required': True},
-                'tokenizer': {'type': ['union', ['str'], ['any', 'TokenizerBase'], ['any', 'PreTrainedTokenizerBase'], ['none']], 'default': None},
+                'tokenizer': {
+                    'type': [
+                        'union',
+                        ['str'],
+                        ['any', 'TokenizerBase'],
+                        ['any', 'PreTrainedTokenizerBase'],
+                        ['none'],
+                    ],
+                    'default': None,
+                },
                 'tokenizer_mode': {'type': ['literal', 'auto', 'slow'], 'default': 'auto'},
                 'custom_tokenizer': {'type': ['union', ['str'], ['none']], 'default': None},
                 'skip_tokenizer_init': {'type': ['bool'], 'default': False},
@@ -37,18 +46,30 @@ TABLE = {
                 'enable_lm_head_tp_in_adp': {'type': ['bool'], 'default': False},
                 'pp_partition': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
                 'cp_config': {'type': ['union', ['model', 'CpConfig'], ['none']], 'default': None},
-                'load_format': {'type': ['union', ['str'], ['enum', 'LoadFormat']], 'default': {'expr': 'LoadFormat.AUTO'}},
+                'load_format': {
+                    'type': ['union', ['str'], ['enum', 'LoadFormat']],
+                    'default': {'expr': 'LoadFormat.AUTO'},
+                },
                 'enable_lora': {'type': ['bool'], 'default': False},
                 'lora_config': {'type': ['union', ['any', 'LoraConfig'], ['none']], 'default': None},
                 'kv_cache_config': {'type': ['model', 'KvCacheConfig'], 'default': {'factory': 'KvCacheConfig'}},
                 'enable_chunked_prefill': {'type': ['bool'], 'default': False},
-                'guided_decoding_backend': {'type': ['union', ['literal', 'xgrammar', 'llguidance'], ['none']], 'default': None},
+                'guided_decoding_backend': {
+                    'type': ['union', ['literal', 'xgrammar', 'llguidance'], ['none']],
+                    'default': None,
+                },
                 'batched_logits_processor': {'type': ['union', ['any'], ['none']], 'default': None},
                 'iter_stats_max_iterations': {'type': ['union', ['int'], ['none']], 'default': None},
                 'request_stats_max_iterations': {'type': ['union', ['int'], ['none']], 'default': None},
                 'peft_cache_config': {'type': ['union', ['model', 'PeftCacheConfig'], ['none']], 'default': None},
-                'scheduler_config': {'type': ['model', 'SchedulerConfig'], 'default': {'factory': 'SchedulerConfig'}},
-                'cache_transceiver_config': {'type': ['union', ['model', 'CacheTransceiverConfig'], ['none']], 'default': None},
+                'scheduler_config': {
+                    'type': ['model', 'SchedulerConfig'],
+                    'default': {'factory': 'SchedulerConfig'},
+                },
+                'cache_transceiver_config': {
+                    'type': ['union', ['model', 'CacheTransceiverConfig'], ['none']],
+                    'default': None,
+                },
                 'sparse_attention_config': {
                     'type': [
                         'union',
@@ -88,25 +109,51 @@ TABLE = {
                 'postprocess_tokenizer_dir': {'type': ['union', ['str'], ['none']], 'default': None},
                 'reasoning_parser': {'type': ['union', ['str'], ['none']], 'default': None},
                 'decoding_config': {'type': ['union', ['any'], ['none']], 'default': None},
-                'mpi_session': {'type': ['union', ['any'], ['none']], 'default': None, 'aliases': ['_mpi_session']},
-                'otlp_traces_endpoint': {'type': ['union', ['str'], ['none']], 'default': None, 'aliases': ['otlp_traces_endpoint']},
+                'mpi_session': {
+                    'type': ['union', ['any'], ['none']],
+                    'default': None,
+                    'aliases': ['_mpi_session'],
+                },
+                'otlp_traces_endpoint': {
+                    'type': ['union', ['str'], ['none']],
+                    'default': None,
+                    'aliases': ['otlp_traces_endpoint'],
+                },
                 'backend': {'type': ['literal', 'pytorch'], 'default': 'pytorch'},
                 'return_perf_metrics': {'type': ['bool'], 'default': False},
                 'perf_metrics_max_requests': {'type': ['int'], 'default': 0, 'ge': 0},
-                'prometheus_metrics_config': {'type': ['union', ['model', 'PrometheusMetricsConfig'], ['none']], 'default': None},
+                'prometheus_metrics_config': {
+                    'type': ['union', ['model', 'PrometheusMetricsConfig'], ['none']],
+                    'default': None,
+                },
                 'enable_energy_metrics': {'type': ['bool'], 'default': False},
                 'orchestrator_type': {'type': ['union', ['literal', 'rpc', 'ray'], ['none']], 'default': None},
                 'env_overrides': {'type': ['union', ['dict', ['str'], ['str']], ['none']], 'default': None},
-                'telemetry_config': {'type': ['any', 'TelemetryConfig'], 'default': {'factory': 'TelemetryConfig'}},
+                'telemetry_config': {
+                    'type': ['any', 'TelemetryConfig'],
+                    'default': {'factory': 'TelemetryConfig'},
+                },
                 'garbage_collection_gen0_threshold': {'type': ['int'], 'default': 20000},
-                'cuda_graph_config': {'type': ['union', ['model', 'CudaGraphConfig'], ['none']], 'default': {'factory': 'CudaGraphConfig'}},
-                'attention_dp_config': {'type': ['union', ['model', 'AttentionDpConfig'], ['none']], 'default': None},
+                'cuda_graph_config': {
+                    'type': ['union', ['model', 'CudaGraphConfig'], ['none']],
+                    'default': {'factory': 'CudaGraphConfig'},
+                },
+                'attention_dp_config': {
+                    'type': ['union', ['model', 'AttentionDpConfig'], ['none']],
+                    'default': None,
+                },
                 'disable_overlap_scheduler': {'type': ['bool'], 'default': False},
                 'moe_config': {'type': ['model', 'MoeConfig'], 'default': {'factory': 'MoeConfig'}},
-                'nvfp4_gemm_config': {'type': ['model', 'Nvfp4GemmConfig'], 'default': {'factory': 'Nvfp4GemmConfig'}},
+                'nvfp4_gemm_config': {
+                    'type': ['model', 'Nvfp4GemmConfig'],
+                    'default': {'factory': 'Nvfp4GemmConfig'},
+                },
                 'dwdp_config': {'type': ['union', ['model', 'DwdpConfig'], ['none']], 'default': None},
                 'attn_backend': {'type': ['str'], 'default': 'TRTLLM'},
-                'sampler_type': {'type': ['union', ['str'], ['enum', 'SamplerType']], 'default': {'expr': 'SamplerType.auto'}},
+                'sampler_type': {
+                    'type': ['union', ['str'], ['enum', 'SamplerType']],
+                    'default': {'expr': 'SamplerType.auto'},
+                },
                 'sampler_force_async_worker': {'type': ['bool'], 'default': False},
                 'enable_iter_perf_stats': {'type': ['bool'], 'default': False},
                 'enable_iter_req_stats': {'type': ['bool'], 'default': False},
@@ -114,7 +161,10 @@ TABLE = {
                 'batch_wait_timeout_ms': {'type': ['float'], 'default': 0, 'ge': 0},
                 'batch_wait_timeout_iters': {'type': ['int'], 'default': 0, 'ge': 0},
                 'batch_wait_max_tokens_ratio': {'type': ['float'], 'default': 0, 'ge': 0, 'le': 1},
-                'torch_compile_config': {'type': ['union', ['model', 'TorchCompileConfig'], ['none']], 'default': None},
+                'torch_compile_config': {
+                    'type': ['union', ['model', 'TorchCompileConfig'], ['none']],
+                    'default': None,
+                },
                 'enable_autotuner': {'type': ['bool'], 'default': True},
                 'enable_layerwise_nvtx_marker': {'type': ['bool'], 'default': False},
                 'enable_min_latency': {'type': ['bool'], 'default': False},
@@ -123,25 +173,53 @@ TABLE = {
                 'allreduce_strategy': {
                     'type': [
                         'union',
-                        ['literal', 'AUTO', 'NCCL', 'UB', 'MINLATENCY', 'ONESHOT', 'TWOSHOT', 'LOWPRECISION', 'MNNVL', 'NCCL_SYMMETRIC'],
+                        [
+                            'literal',
+                            'AUTO',
+                            'NCCL',
+                            'UB',
+                            'MINLATENCY',
+                            'ONESHOT',
+                            'TWOSHOT',
+                            'LOWPRECISION',
+                            'MNNVL',
+                            'NCCL_SYMMETRIC',
+                        ],
                         ['none'],
                     ],
                     'default': 'AUTO',
                 },
                 'checkpoint_loader': {'type': ['union', ['any'], ['none']], 'default': None},
                 'checkpoint_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'kv_connector_config': {'type': ['union', ['model', 'KvCacheConnectorConfig'], ['none']], 'default': None},
+                'kv_connector_config': {
+                    'type': ['union', ['model', 'KvCacheConnectorConfig'], ['none']],
+                    'default': None,
+                },
                 'mm_encoder_only': {'type': ['bool'], 'default': False},
                 'ray_worker_extension_cls': {'type': ['union', ['str'], ['none']], 'default': None},
-                'ray_placement_config': {'type': ['union', ['model', 'RayPlacementConfig'], ['none']], 'default': None},
-                'ray_worker_nsight_options': {'type': ['union', ['dict', ['str'], ['str']], ['none']], 'default': None},
+                'ray_placement_config': {
+                    'type': ['union', ['model', 'RayPlacementConfig'], ['none']],
+                    'default': None,
+                },
+                'ray_worker_nsight_options': {
+                    'type': ['union', ['dict', ['str'], ['str']], ['none']],
+                    'default': None,
+                },
                 'sleep_config': {'type': ['union', ['model', 'SleepConfig'], ['none']], 'default': None},
                 'use_cute_dsl_blockscaling_mm': {'type': ['bool'], 'default': False},
                 'use_cute_dsl_blockscaling_bmm': {'type': ['bool'], 'default': False},
                 'disable_flashinfer_sampling': {'type': ['bool'], 'default': False},
                 'max_stats_len': {'type': ['int'], 'default': 1000},
-                'layer_wise_benchmarks_config': {'type': ['model', 'LayerwiseBenchmarksConfig'], 'default': {'factory': 'LayerwiseBenchmarksConfig'}},
-                'video_pruning_rate': {'type': ['union', ['float'], ['none']], 'default': None, 'ge': 0.0, 'lt': 1.0},
+                'layer_wise_benchmarks_config': {
+                    'type': ['model', 'LayerwiseBenchmarksConfig'],
+                    'default': {'factory': 'LayerwiseBenchmarksConfig'},
+                },
+                'video_pruning_rate': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                    'ge': 0.0,
+                    'lt': 1.0,
+                },
             },
         },
         'AutoDecodingConfig': {
@@ -149,12 +227,23 @@ TABLE = {
             'fields': {
                 'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
                 'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {'type': ['union', ['str'], ['none']], 'default': None, 'aliases': ['speculative_model', 'speculative_model_dir']},
+                'speculative_model': {
+                    'type': ['union', ['str'], ['none']],
+                    'default': None,
+                    'aliases': ['speculative_model', 'speculative_model_dir'],
+                },
                 'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {'type': ['union', ['dict', ['int'], ['int']], ['none']], 'default': None},
+                'draft_len_schedule': {
+                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
+                    'default': None,
+                },
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None, 'ge': 0},
+                'acceptance_length_threshold': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                    'ge': 0,
+                },
                 'allow_advanced_sampling': {'type': ['bool'], 'default': False},
                 'decoding_type': {'type': ['literal', 'AUTO'], 'default': 'AUTO'},
             },
@@ -165,12 +254,23 @@ TABLE = {
             'fields': {
                 'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
                 'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {'type': ['union', ['str'], ['none']], 'default': None, 'aliases': ['speculative_model', 'speculative_model_dir']},
+                'speculative_model': {
+                    'type': ['union', ['str'], ['none']],
+                    'default': None,
+                    'aliases': ['speculative_model', 'speculative_model_dir'],
+                },
                 'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {'type': ['union', ['dict', ['int'], ['int']], ['none']], 'default': None},
+                'draft_len_schedule': {
+                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
+                    'default': None,
+                },
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None, 'ge': 0},
+                'acceptance_length_threshold': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                    'ge': 0,
+                },
                 'allow_advanced_sampling': {'type': ['bool'], 'default': False},
                 'decoding_type': {'type': ['literal', 'Draft_Target'], 'default': 'Draft_Target'},
             },
@@ -181,15 +281,29 @@ TABLE = {
             'fields': {
                 'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
                 'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {'type': ['union', ['str'], ['none']], 'default': None, 'aliases': ['speculative_model', 'speculative_model_dir']},
+                'speculative_model': {
+                    'type': ['union', ['str'], ['none']],
+                    'default': None,
+                    'aliases': ['speculative_model', 'speculative_model_dir'],
+                },
                 'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {'type': ['union', ['dict', ['int'], ['int']], ['none']], 'default': None},
+                'draft_len_schedule': {
+                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
+                    'default': None,
+                },
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None, 'ge': 0},
+                'acceptance_length_threshold': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                    'ge': 0,
+                },
                 'allow_advanced_sampling': {'type': ['bool'], 'default': False},
                 'decoding_type': {'type': ['literal', 'Eagle3'], 'default': 'Eagle3'},
-                'eagle_choices': {'type': ['union', ['list', ['list', ['int']]], ['none']], 'default': None},
+                'eagle_choices': {
+                    'type': ['union', ['list', ['list', ['int']]], ['none']],
+                    'default': None,
+                },
                 'greedy_sampling': {'type': ['union', ['bool'], ['none']], 'default': True},
                 'posterior_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
                 'use_dynamic_tree': {'type': ['union', ['bool'], ['none']], 'default': False},
@@ -197,8 +311,14 @@ TABLE = {
                 'num_eagle_layers': {'type': ['union', ['int'], ['none']], 'default': None},
                 'max_non_leaves_per_layer': {'type': ['union', ['int'], ['none']], 'default': None},
                 'eagle3_one_model': {'type': ['union', ['bool'], ['none']], 'default': True},
-                'eagle3_layers_to_capture': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
-                'eagle3_model_arch': {'type': ['literal', 'llama3', 'mistral_large3'], 'default': 'llama3'},
+                'eagle3_layers_to_capture': {
+                    'type': ['union', ['list', ['int']], ['none']],
+                    'default': None,
+                },
+                'eagle3_model_arch': {
+                    'type': ['literal', 'llama3', 'mistral_large3'],
+                    'default': 'llama3',
+                },
                 'max_batch_size': {'type': ['union', ['int'], ['none']], 'default': None},
                 'sa_config': {'type': ['union', ['model', 'SAEnhancerConfig'], ['none']], 'default': None},
             },
@@ -209,15 +329,29 @@ TABLE = {
             'fields': {
                 'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
                 'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {'type': ['union', ['str'], ['none']], 'default': None, 'aliases': ['speculative_model', 'speculative_model_dir']},
+                'speculative_model': {
+                    'type': ['union', ['str'], ['none']],
+                    'default': None,
+                    'aliases': ['speculative_model', 'speculative_model_dir'],
+                },
                 'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {'type': ['union', ['dict', ['int'], ['int']], ['none']], 'default': None},
+                'draft_len_schedule': {
+                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
+                    'default': None,
+                },
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None, 'ge': 0},
+                'acceptance_length_threshold': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                    'ge': 0,
+                },
                 'allow_advanced_sampling': {'type': ['bool'], 'default': False},
                 'decoding_type': {'type': ['literal', 'Eagle'], 'default': 'Eagle'},
-                'eagle_choices': {'type': ['union', ['list', ['list', ['int']]], ['none']], 'default': None},
+                'eagle_choices': {
+                    'type': ['union', ['list', ['list', ['int']]], ['none']],
+                    'default': None,
+                },
                 'greedy_sampling': {'type': ['union', ['bool'], ['none']], 'default': True},
                 'posterior_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
                 'use_dynamic_tree': {'type': ['union', ['bool'], ['none']], 'default': False},
@@ -225,7 +359,10 @@ TABLE = {
                 'num_eagle_layers': {'type': ['union', ['int'], ['none']], 'default': None},
                 'max_non_leaves_per_layer': {'type': ['union', ['int'], ['none']], 'default': None},
                 'eagle3_one_model': {'type': ['union', ['bool'], ['none']], 'default': True},
-                'eagle3_layers_to_capture': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
+                'eagle3_layers_to_capture': {
+                    'type': ['union', ['list', ['int']], ['none']],
+                    'default': None,
+                },
                 'eagle3_model_arch': {'type': ['literal', 'llama3', 'mistral_large3'], 'default': 'llama3'},
             },
             'pytorch': True,
@@ -235,17 +372,49 @@ TABLE = {
             'fields': {
                 'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
                 'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {'type': ['union', ['str'], ['none']], 'default': None, 'aliases': ['speculative_model', 'speculative_model_dir']},
+                'speculative_model': {
+                    'type': ['union', ['str'], ['none']],
+                    'default': None,
+                    'aliases': ['speculative_model', 'speculative_model_dir'],
+                },
                 'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {'type': ['union', ['dict', ['int'], ['int']], ['none']], 'default': None},
+                'draft_len_schedule': {
+                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
+                    'default': None,
+                },
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None, 'ge': 0},
+                'acceptance_length_threshold': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                    'ge': 0,
+                },
                 'allow_advanced_sampling': {'type': ['bool'], 'default': False},
                 'decoding_type': {'type': ['literal', 'Lookahead'], 'default': 'Lookahead'},
-                'max_window_size': {'type': ['int'], 'default': {'expr': '_LookaheadDecodingConfig.get_default_lookahead_decoding_window()'}, 'gt': 0},
-                'max_ngram_size': {'type': ['int'], 'default': {'expr': '_LookaheadDecodingConfig.get_default_lookahead_decoding_ngram()'}, 'gt': 0},
-                'max_verification_set_size': {'type': ['int'], 'default': {'expr': '_LookaheadDecodingConfig.get_default_lookahead_decoding_verification_set()'}, 'gt': 0},
+                'max_window_size': {
+                    'type': ['int'],
+                    'default': {
+                        'expr': (
+                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_window()'),
+                    },
+                    'gt': 0,
+                },
+                'max_ngram_size': {
+                    'type': ['int'],
+                    'default': {
+                        'expr': (
+                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_ngram()'),
+                    },
+                    'gt': 0,
+                },
+                'max_verification_set_size': {
+                    'type': ['int'],
+                    'default': {
+                        'expr': (
+                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_verification_set()'),
+                    },
+                    'gt': 0,
+                },
             },
             'pytorch': False,
         },
@@ -254,12 +423,23 @@ TABLE = {
             'fields': {
                 'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
                 'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {'type': ['union', ['str'], ['none']], 'default': None, 'aliases': ['speculative_model', 'speculative_model_dir']},
+                'speculative_model': {
+                    'type': ['union', ['str'], ['none']],
+                    'default': None,
+                    'aliases': ['speculative_model', 'speculative_model_dir'],
+                },
                 'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {'type': ['union', ['dict', ['int'], ['int']], ['none']], 'default': None},
+                'draft_len_schedule': {
+                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
+                    'default': None,
+                },
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None, 'ge': 0},
+                'acceptance_length_threshold': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                    'ge': 0,
+                },
                 'allow_advanced_sampling': {'type': ['bool'], 'default': False},
                 'decoding_type': {'type': ['literal', 'MTP'], 'default': 'MTP'},
                 'num_nextn_predict_layers': {'type': ['int'], 'default': 1, 'gt': 0},
@@ -280,15 +460,29 @@ TABLE = {
             'fields': {
                 'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
                 'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {'type': ['union', ['str'], ['none']], 'default': None, 'aliases': ['speculative_model', 'speculative_model_dir']},
+                'speculative_model': {
+                    'type': ['union', ['str'], ['none']],
+                    'default': None,
+                    'aliases': ['speculative_model', 'speculative_model_dir'],
+                },
                 'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {'type': ['union', ['dict', ['int'], ['int']], ['none']], 'default': None},
+                'draft_len_schedule': {
+                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
+                    'default': None,
+                },
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None, 'ge': 0},
+                'acceptance_length_threshold': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                    'ge': 0,
+                },
                 'allow_advanced_sampling': {'type': ['bool'], 'default': False},
                 'decoding_type': {'type': ['literal', 'Medusa'], 'default': 'Medusa'},
-                'medusa_choices': {'type': ['union', ['list', ['list', ['int']]], ['none']], 'default': None},
+                'medusa_choices': {
+                    'type': ['union', ['list', ['list', ['int']]], ['none']],
+                    'default': None,
+                },
                 'num_medusa_heads': {'type': ['union', ['int'], ['none']], 'default': None},
             },
             'pytorch': False,
@@ -298,12 +492,23 @@ TABLE = {
             'fields': {
                 'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
                 'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {'type': ['union', ['str'], ['none']], 'default': None, 'aliases': ['speculative_model', 'speculative_model_dir']},
+                'speculative_model': {
+                    'type': ['union', ['str'], ['none']],
+                    'default': None,
+                    'aliases': ['speculative_model', 'speculative_model_dir'],
+                },
                 'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {'type': ['union', ['dict', ['int'], ['int']], ['none']], 'default': None},
+                'draft_len_schedule': {
+                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
+                    'default': None,
+                },
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None, 'ge': 0},
+                'acceptance_length_threshold': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                    'ge': 0,
+                },
                 'allow_advanced_sampling': {'type': ['bool'], 'default': False},
                 'decoding_type': {'type': ['literal', 'NGram'], 'default': 'NGram'},
                 'max_matching_ngram_size': {'type': ['int'], 'default': 2, 'gt': 0},
@@ -318,12 +523,23 @@ TABLE = {
             'fields': {
                 'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
                 'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {'type': ['union', ['str'], ['none']], 'default': None, 'aliases': ['speculative_model', 'speculative_model_dir']},
+                'speculative_model': {
+                    'type': ['union', ['str'], ['none']],
+                    'default': None,
+                    'aliases': ['speculative_model', 'speculative_model_dir'],
+                },
                 'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {'type': ['union', ['dict', ['int'], ['int']], ['none']], 'default': None},
+                'draft_len_schedule': {
+                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
+                    'default': None,
+                },
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None, 'ge': 0},
+                'acceptance_length_threshold': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                    'ge': 0,
+                },
                 'allow_advanced_sampling': {'type': ['bool'], 'default': False},
                 'mask_token_id': {'type': ['union', ['int'], ['none']], 'default': None},
                 'decoding_type': {'type': ['literal', 'PARD'], 'default': 'PARD'},
@@ -336,12 +552,23 @@ TABLE = {
             'fields': {
                 'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
                 'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {'type': ['union', ['str'], ['none']], 'default': None, 'aliases': ['speculative_model', 'speculative_model_dir']},
+                'speculative_model': {
+                    'type': ['union', ['str'], ['none']],
+                    'default': None,
+                    'aliases': ['speculative_model', 'speculative_model_dir'],
+                },
                 'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {'type': ['union', ['dict', ['int'], ['int']], ['none']], 'default': None},
+                'draft_len_schedule': {
+                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
+                    'default': None,
+                },
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None, 'ge': 0},
+                'acceptance_length_threshold': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                    'ge': 0,
+                },
                 'allow_advanced_sampling': {'type': ['bool'], 'default': False},
                 'decoding_type': {'type': ['literal', 'SA'], 'default': 'SA'},
                 'max_matching_ngram_size': {'type': ['int'], 'default': -1},
@@ -353,21 +580,57 @@ TABLE = {
         'SaveHiddenStatesDecodingConfig': {
             'extra': 'forbid',
             'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
+                'max_draft_len': {
+                    'type': ['union', ['int'], ['none']],
+                    'default': None,
+                    'ge': 0,
+                },
                 'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': 1},
-                'speculative_model': {'type': ['union', ['str'], ['none']], 'default': None, 'aliases': ['speculative_model', 'speculative_model_dir']},
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {'type': ['union', ['dict', ['int'], ['int']], ['none']], 'default': None},
+                'speculative_model': {
+                    'type': ['union', ['str'], ['none']],
+                    'default': None,
+                    'aliases': [
+                        'speculative_model',
+                        'speculative_model_dir',
+                    ],
+                },
+                'max_concurrency': {
+                    'type': ['union', ['int'], ['none']],
+                    'default': None,
+                    'gt': 0,
+                },
+                'draft_len_schedule': {
+                    'type': [
+                        'union',
+                        ['dict', ['int'], ['int']],
+                        ['none'],
+                    ],
+                    'default': None,
+                },
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None, 'ge': 0},
+                'acceptance_window': {
+                    'type': ['union', ['int'], ['none']],
+                    'default': None,
+                    'ge': 0,
+                },
+                'acceptance_length_threshold': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                    'ge': 0,
+                },
                 'allow_advanced_sampling': {'type': ['bool'], 'default': False},
                 'decoding_type': {'type': ['literal', 'SaveState'], 'default': 'SaveState'},
                 'output_directory': {'type': ['str'], 'required': True},
                 'write_interval': {'type': ['int'], 'default': 20},
                 'file_prefix': {'type': ['str'], 'default': 'data'},
-                'eagle3_layers_to_capture': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
-                'eagle_choices': {'type': ['union', ['list', ['list', ['int']]], ['none']], 'default': None},
+                'eagle3_layers_to_capture': {
+                    'type': ['union', ['list', ['int']], ['none']],
+                    'default': None,
+                },
+                'eagle_choices': {
+                    'type': ['union', ['list', ['list', ['int']]], ['none']],
+                    'default': None,
+                },
             },
             'pytorch': True,
         },
@@ -376,12 +639,27 @@ TABLE = {
             'fields': {
                 'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
                 'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {'type': ['union', ['str'], ['none']], 'default': None, 'aliases': ['speculative_model', 'speculative_model_dir']},
+                'speculative_model': {
+                    'type': ['union', ['str'], ['none']],
+                    'default': None,
+                    'aliases': ['speculative_model', 'speculative_model_dir'],
+                },
                 'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {'type': ['union', ['dict', ['int'], ['int']], ['none']], 'default': None},
+                'draft_len_schedule': {
+                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
+                    'default': None,
+                },
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None, 'ge': 0},
+                'acceptance_window': {
+                    'type': ['union', ['int'], ['none']],
+                    'default': None,
+                    'ge': 0,
+                },
+                'acceptance_length_threshold': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                    'ge': 0,
+                },
                 'allow_advanced_sampling': {'type': ['bool'], 'default': False},
                 'decoding_type': {'type': ['literal', 'User_Provided'], 'default': 'User_Provided'},
                 'drafter': {'type': ['any'], 'required': True},
@@ -405,9 +683,18 @@ TABLE = {
             'fields': {
                 'enable_block_reuse': {'type': ['bool'], 'default': True},
                 'max_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'max_attention_window': {'type': ['union', ['list', ['int']], ['none']], 'default': None, 'min_length': 1},
+                'max_attention_window': {
+                    'type': ['union', ['list', ['int']], ['none']],
+                    'default': None,
+                    'min_length': 1,
+                },
                 'sink_token_length': {'type': ['union', ['int'], ['none']], 'default': None},
-                'free_gpu_memory_fraction': {'type': ['union', ['float'], ['none']], 'default': 0.9, 'ge': 0, 'le': 1},
+                'free_gpu_memory_fraction': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': 0.9,
+                    'ge': 0,
+                    'le': 1,
+                },
                 'host_cache_size': {'type': ['union', ['int'], ['none']], 'default': None},
                 'cross_kv_cache_fraction': {'type': ['union', ['float'], ['none']], 'default': None},
                 'secondary_offload_min_priority': {'type': ['union', ['int'], ['none']], 'default': None},
@@ -419,7 +706,10 @@ TABLE = {
                 'max_gpu_total_bytes': {'type': ['int'], 'default': 0, 'ge': 0},
                 'iteration_stats_interval': {'type': ['int'], 'default': 1, 'gt': 0},
                 'dtype': {'type': ['str'], 'default': 'auto'},
-                'mamba_ssm_cache_dtype': {'type': ['literal', 'auto', 'float16', 'bfloat16', 'float32'], 'default': 'auto'},
+                'mamba_ssm_cache_dtype': {
+                    'type': ['literal', 'auto', 'float16', 'bfloat16', 'float32'],
+                    'default': 'auto',
+                },
                 'mamba_ssm_stochastic_rounding': {'type': ['bool'], 'default': False},
                 'mamba_ssm_philox_rounds': {'type': ['int'], 'default': 10, 'ge': 1},
                 'tokens_per_block': {'type': ['int'], 'default': 32},
@@ -447,21 +737,54 @@ TABLE = {
         'SchedulerConfig': {
             'extra': 'forbid',
             'fields': {
-                'capacity_scheduler_policy': {'type': ['enum', 'CapacitySchedulerPolicy'], 'default': {'expr': 'CapacitySchedulerPolicy.GUARANTEED_NO_EVICT'}},
-                'context_chunking_policy': {'type': ['union', ['enum', 'ContextChunkingPolicy'], ['none']], 'default': None},
-                'dynamic_batch_config': {'type': ['union', ['model', 'DynamicBatchConfig'], ['none']], 'default': None},
-                'waiting_queue_policy': {'type': ['enum', 'WaitingQueuePolicy'], 'default': {'expr': 'WaitingQueuePolicy.FCFS'}},
+                'capacity_scheduler_policy': {
+                    'type': ['enum', 'CapacitySchedulerPolicy'],
+                    'default': {
+                        'expr': (
+                            'CapacitySchedulerPolicy.GUARANTEED_NO_EVICT'),
+                    },
+                },
+                'context_chunking_policy': {
+                    'type': ['union', ['enum', 'ContextChunkingPolicy'], ['none']],
+                    'default': None,
+                },
+                'dynamic_batch_config': {
+                    'type': ['union', ['model', 'DynamicBatchConfig'], ['none']],
+                    'default': None,
+                },
+                'waiting_queue_policy': {
+                    'type': ['enum', 'WaitingQueuePolicy'],
+                    'default': {'expr': 'WaitingQueuePolicy.FCFS'},
+                },
                 'use_python_scheduler': {'type': ['bool'], 'default': False},
             },
         },
         'CacheTransceiverConfig': {
             'extra': 'forbid',
             'fields': {
-                'backend': {'type': ['union', ['literal', 'DEFAULT', 'UCX', 'NIXL', 'MOONCAKE', 'MPI'], ['none']], 'default': None},
-                'transceiver_runtime': {'type': ['union', ['literal', 'CPP', 'PYTHON'], ['none']], 'default': None},
+                'backend': {
+                    'type': [
+                        'union',
+                        ['literal', 'DEFAULT', 'UCX', 'NIXL', 'MOONCAKE', 'MPI'],
+                        ['none'],
+                    ],
+                    'default': None,
+                },
+                'transceiver_runtime': {
+                    'type': ['union', ['literal', 'CPP', 'PYTHON'], ['none']],
+                    'default': None,
+                },
                 'max_tokens_in_buffer': {'type': ['union', ['int'], ['none']], 'default': None},
-                'kv_transfer_timeout_ms': {'type': ['union', ['int'], ['none']], 'default': 60000, 'gt': 0},
-                'kv_transfer_sender_future_timeout_ms': {'type': ['union', ['int'], ['none']], 'default': 1000, 'gt': 0},
+                'kv_transfer_timeout_ms': {
+                    'type': ['union', ['int'], ['none']],
+                    'default': 60000,
+                    'gt': 0,
+                },
+                'kv_transfer_sender_future_timeout_ms': {
+                    'type': ['union', ['int'], ['none']],
+                    'default': 1000,
+                    'gt': 0,
+                },
             },
         },
         'RocketSparseAttentionConfig': {
@@ -499,20 +822,57 @@ TABLE = {
             'fields': {
                 'algorithm': {'type': ['literal', 'skip_softmax'], 'default': 'skip_softmax'},
                 'seq_len_threshold': {'type': ['union', ['int'], ['none']], 'default': None},
-                'threshold_scale_factor': {'type': ['union', ['float'], ['dict', ['str'], ['float']], ['none']], 'default': None},
-                'target_sparsity': {'type': ['union', ['float'], ['dict', ['str'], ['float']], ['none']], 'default': None},
+                'threshold_scale_factor': {
+                    'type': [
+                        'union',
+                        ['float'],
+                        ['dict', ['str'], ['float']],
+                        ['none'],
+                    ],
+                    'default': None,
+                },
+                'target_sparsity': {
+                    'type': [
+                        'union',
+                        ['float'],
+                        ['dict', ['str'], ['float']],
+                        ['none'],
+                    ],
+                    'default': None,
+                },
             },
         },
         'PrometheusMetricsConfig': {
             'extra': 'forbid',
             'fields': {
-                'e2e_request_latency_buckets': {'type': ['union', ['list', ['float']], ['none']], 'default': None},
-                'time_to_first_token_buckets': {'type': ['union', ['list', ['float']], ['none']], 'default': None},
-                'time_per_output_token_buckets': {'type': ['union', ['list', ['float']], ['none']], 'default': None},
-                'request_queue_time_buckets': {'type': ['union', ['list', ['float']], ['none']], 'default': None},
-                'request_prefill_time_buckets': {'type': ['union', ['list', ['float']], ['none']], 'default': None},
-                'request_decode_time_buckets': {'type': ['union', ['list', ['float']], ['none']], 'default': None},
-                'request_inference_time_buckets': {'type': ['union', ['list', ['float']], ['none']], 'default': None},
+                'e2e_request_latency_buckets': {
+                    'type': ['union', ['list', ['float']], ['none']],
+                    'default': None,
+                },
+                'time_to_first_token_buckets': {
+                    'type': ['union', ['list', ['float']], ['none']],
+                    'default': None,
+                },
+                'time_per_output_token_buckets': {
+                    'type': ['union', ['list', ['float']], ['none']],
+                    'default': None,
+                },
+                'request_queue_time_buckets': {
+                    'type': ['union', ['list', ['float']], ['none']],
+                    'default': None,
+                },
+                'request_prefill_time_buckets': {
+                    'type': ['union', ['list', ['float']], ['none']],
+                    'default': None,
+                },
+                'request_decode_time_buckets': {
+                    'type': ['union', ['list', ['float']], ['none']],
+                    'default': None,
+                },
+                'request_inference_time_buckets': {
+                    'type': ['union', ['list', ['float']], ['none']],
+                    'default': None,
+                },
             },
         },
         'CudaGraphConfig': {
@@ -537,7 +897,18 @@ TABLE = {
             'extra': 'forbid',
             'fields': {
                 'backend': {
-                    'type': ['literal', 'AUTO', 'CUTLASS', 'CUTEDSL', 'WIDEEP', 'TRTLLM', 'DEEPGEMM', 'DENSEGEMM', 'VANILLA', 'TRITON'],
+                    'type': [
+                        'literal',
+                        'AUTO',
+                        'CUTLASS',
+                        'CUTEDSL',
+                        'WIDEEP',
+                        'TRTLLM',
+                        'DEEPGEMM',
+                        'DENSEGEMM',
+                        'VANILLA',
+                        'TRITON',
+                    ],
                     'default': 'AUTO',
                 },
                 'max_num_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
@@ -550,7 +921,10 @@ TABLE = {
             'extra': 'forbid',
             'fields': {
                 'allowed_backends': {
-                    'type': ['list', ['literal', 'cutlass', 'cublaslt', 'cutedsl', 'cuda_core']],
+                    'type': [
+                        'list',
+                        ['literal', 'cutlass', 'cublaslt', 'cutedsl', 'cuda_core'],
+                    ],
                     'default': {'factory': "lambda: ['cutlass', 'cublaslt', 'cuda_core']"},
                     'min_length': 1,
                 },
@@ -592,7 +966,10 @@ TABLE = {
             'fields': {
                 'defer_workers_init': {'type': ['bool'], 'default': False},
                 'placement_groups': {'type': ['union', ['list', ['any']], ['none']], 'default': None},
-                'placement_bundle_indices': {'type': ['union', ['list', ['list', ['int']]], ['none']], 'default': None},
+                'placement_bundle_indices': {
+                    'type': ['union', ['list', ['list', ['int']]], ['none']],
+                    'default': None,
+                },
                 'per_worker_gpu_share': {'type': ['union', ['float'], ['none']], 'default': None},
             },
         },
@@ -603,7 +980,11 @@ TABLE = {
                     'type': [
                         'dict',
                         ['enum', 'ExecutorMemoryType'],
-                        ['union', ['literal', 'NONE', 'MEMSET', 'CPU', 'PINNED'], ['any', '_VirtualMemoryRestoreMode']],
+                        [
+                            'union',
+                            ['literal', 'NONE', 'MEMSET', 'CPU', 'PINNED'],
+                            ['any', '_VirtualMemoryRestoreMode'],
+                        ],
                     ],
                     'default': {'factory': 'lambda: SleepConfig._make_defaulted_restore_modes()'},
                 },
@@ -612,14 +993,23 @@ TABLE = {
         'LayerwiseBenchmarksConfig': {
             'extra': 'forbid',
             'fields': {
-                'calibration_mode': {'type': ['literal', 'NONE', 'MARK', 'COLLECT'], 'default': 'NONE'},
+                'calibration_mode': {
+                    'type': ['literal', 'NONE', 'MARK', 'COLLECT'],
+                    'default': 'NONE',
+                },
                 'calibration_file_path': {'type': ['union', ['str'], ['none']], 'default': None},
-                'calibration_layer_indices': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
+                'calibration_layer_indices': {
+                    'type': ['union', ['list', ['int']], ['none']],
+                    'default': None,
+                },
             },
         },
         'SAEnhancerConfig': {
             'extra': 'forbid',
-            'fields': {'threshold': {'type': ['int'], 'default': 4, 'gt': 0}, 'enable_global_pool': {'type': ['bool'], 'default': False}},
+            'fields': {
+                'threshold': {'type': ['int'], 'default': 4, 'gt': 0},
+                'enable_global_pool': {'type': ['bool'], 'default': False},
+            },
         },
         'DynamicBatchConfig': {
             'extra': 'forbid',

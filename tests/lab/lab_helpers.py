@@ -17,14 +17,10 @@ LAB_DIR = os.path.join(REPO, "molecule", "resources", "lab")
 LAB_SCRIPT = os.path.join(LAB_DIR, "lab")
 STANDIN_DIR = os.path.join(LAB_DIR, "images", "trtllm-standin")
 SIM_FILES = os.path.join(LAB_DIR, "images", "spark-sim", "files")
-OPTIONS_DIR = os.path.join(REPO, "plugins", "module_utils")
-HAVE_OPTIONS = os.path.isfile(os.path.join(OPTIONS_DIR, "_trtllm_options.py"))
 
 # In-process imports of the stand-in (performance model tests).
 if STANDIN_DIR not in sys.path:
     sys.path.insert(0, STANDIN_DIR)
-
-needs_options = pytest.mark.skipif(not HAVE_OPTIONS, reason="plugins/module_utils/_trtllm_options.py not present yet")
 
 MODEL = "nvidia/Qwen3-8B-FP4"
 DRAFT = "nvidia/Qwen3-8B-Eagle3"
@@ -41,7 +37,7 @@ def standin_environ(tmp_path):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OMPI_", "PMI_", "SLURM_", "HF_", "STANDIN_", "TRTLLM_", "HUGGING"))}
     env.update({
-        "PYTHONPATH": os.pathsep.join([STANDIN_DIR, OPTIONS_DIR]),
+        "PYTHONPATH": STANDIN_DIR,
         "PYTHONDONTWRITEBYTECODE": "1",
         "HF_HOME": str(tmp_path / "hf"),
         "STANDIN_STARTUP_SECONDS": "0.2",

@@ -245,9 +245,9 @@ def test_free_gpu_memory_fraction_bounds_accepted(fraction):
 
 
 def test_cuda_graph_max_batch_size_must_match_batch_sizes():
-    (error,) = errors_of({"cuda_graph_config": {"max_batch_size": 4, "batch_sizes": [1, 2, 8]}})
+    (error,) = errors_of({"cuda_graph_config": {"max_batch_size": 4, "batch_sizes": [1, 2, 8]}}, "1.3.0rc13")
     assert error.startswith("cuda_graph_config.max_batch_size: 4 must equal max(batch_sizes) = 8")
-    t.validate({"cuda_graph_config": {"max_batch_size": 8, "batch_sizes": [1, 2, 8]}})
+    t.validate({"cuda_graph_config": {"max_batch_size": 8, "batch_sizes": [1, 2, 8]}}, "1.3.0rc13")
 
 
 def test_cuda_graph_null_turns_graphs_off():
@@ -347,18 +347,20 @@ def test_empty_options_render_an_empty_mapping():
     assert yaml.safe_load(t.render({})) == {}
 
 
-def test_cuda_graph_rule_of_12rc1_is_the_generated_list():
-    # 1.2.0rc1 compares batch_sizes with the list it generates; max(batch_sizes) alone is not enough.
-    (error,) = errors_of({"cuda_graph_config": {"max_batch_size": 8, "batch_sizes": [1, 2, 4, 8]}}, "1.2.0rc1")
-    assert error.startswith("cuda_graph_config: set only one of batch_sizes and max_batch_size on TensorRT-LLM 1.2.0rc1")
+@pytest.mark.parametrize("version", ["1.2.0rc1", "1.2.0rc6"])
+def test_cuda_graph_rule_of_12_is_the_generated_list(version):
+    # 1.2 compares batch_sizes with the list it generates; max(batch_sizes) alone is not enough (1.3's rule).
+    (error,) = errors_of({"cuda_graph_config": {"max_batch_size": 8, "batch_sizes": [1, 2, 4, 8]}}, version)
+    assert error.startswith("cuda_graph_config: set only one of batch_sizes and max_batch_size on TensorRT-LLM " + version)
     assert "[1, 2, 3, 4, 5, 6, 7, 8]" in error
-    t.validate({"cuda_graph_config": {"max_batch_size": 8, "batch_sizes": [1, 2, 4, 8]}}, "1.2.0rc6")
-    t.validate({"cuda_graph_config": {"max_batch_size": 4, "batch_sizes": [4, 3, 2, 1]}}, "1.2.0rc1")
+    t.validate({"cuda_graph_config": {"max_batch_size": 8, "batch_sizes": [1, 2, 4, 8]}}, "1.3.0rc13")
+    t.validate({"cuda_graph_config": {"max_batch_size": 4, "batch_sizes": [4, 3, 2, 1]}}, version)
+    t.validate({"cuda_graph_config": {"max_batch_size": 8, "batch_sizes": [1, 2, 4, 8], "enable_padding": True}}, version)
 
 
 def test_generated_batch_sizes_with_padding():
-    assert t.cuda_graph_batch_sizes_12rc1(20, True) == [1, 2, 4, 8, 16, 20]
-    assert t.cuda_graph_batch_sizes_12rc1(512, False)[-3:] == [128, 256, 512]
+    assert t.cuda_graph_batch_sizes_12(20, True) == [1, 2, 4, 8, 16, 20]
+    assert t.cuda_graph_batch_sizes_12(512, False)[-3:] == [128, 256, 512]
 
 
 def test_ngram_on_12_needs_max_matching_ngram_size():

@@ -4,7 +4,7 @@ Environment: TRTLLM_VERSION (release impersonated; set per image tag), STANDIN_S
 (simulated model load, default 3), STANDIN_TIME_SCALE / STANDIN_BASE_TPS / STANDIN_PREFILL_TPS /
 STANDIN_ACCEPTANCE / STANDIN_ACCEPTANCE_DECAY / STANDIN_DRAFT_COST (performance model, see sim.py),
 HF_HOME / HF_HUB_CACHE (where HF ids are looked up), TRTLLM_STANDIN_WORLD_SIZE (set by
-trtllm-llmapi-launch; 1 without it), STANDIN_OPTIONS_PATH (extra dirs to find _trtllm_options).
+trtllm-llmapi-launch; 1 without it).
 """
 
 import copy
@@ -14,35 +14,12 @@ import sys
 import threading
 import time
 
-from . import cli, env_float, hf_hub_cache, hfcache, trtllm_log, trtllm_version
+from . import cli, env_float, hf_hub_cache, hfcache, release, trtllm_log, trtllm_version
 from .server import App, Engine, Server
 
 
 class StartupError(Exception):
     pass
-
-
-def _find_options_module():
-    """Import the collection's option tables (plugins/module_utils/_trtllm_options.py).
-
-    In the image it sits in /opt/trtllm-standin/lib (on sys.path via the command wrappers); on the
-    host (tests) it is found through STANDIN_OPTIONS_PATH or the checkout this file lives in.
-    """
-    try:
-        import _trtllm_options  # noqa: F401  pylint: disable=import-outside-toplevel
-        return _trtllm_options
-    except ImportError:
-        pass
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [p for p in os.environ.get("STANDIN_OPTIONS_PATH", "").split(os.pathsep) if p]
-    candidates.append(os.path.join(here, "..", "lib"))
-    candidates.append(os.path.join(here, "..", "..", "..", "..", "..", "..", "plugins", "module_utils"))
-    for directory in candidates:
-        if os.path.isfile(os.path.join(directory, "_trtllm_options.py")):
-            sys.path.insert(0, os.path.abspath(directory))
-            import _trtllm_options  # pylint: disable=import-outside-toplevel
-            return _trtllm_options
-    return None
 
 
 def load_options_file(path, version, backend):
@@ -63,15 +40,12 @@ def load_options_file(path, version, backend):
     if not isinstance(data, dict):
         raise StartupError("ValueError: %s must contain a YAML mapping of LLM API options, got %s"
                            % (path, type(data).__name__))
-    module = _find_options_module()
-    if module is None:
-        return data, ["option tables (_trtllm_options) not available: only the YAML shape of %s was checked" % path]
+    # The stand-in's own pydantic models of the release (release.py), never the collection's tables:
+    # when the two disagree, the lab's server refuses to start and molecule fails.
     try:
-        result = module.validate(data, version, backend)
-    except module.OptionsError as exc:
-        raise StartupError("pydantic_core._pydantic_core.ValidationError: invalid extra LLM API options in %s\n%s"
-                           % (path, exc))
-    return result.options, list(result.warnings)
+        return release.check(data, version, backend)
+    except release.ReleaseError as exc:
+        raise StartupError("invalid extra LLM API options in %s:\n%s" % (path, exc))
 
 
 def resolve_model(name, what="model"):
