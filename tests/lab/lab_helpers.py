@@ -10,7 +10,6 @@ import time
 import urllib.error
 import urllib.request
 
-import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LAB_DIR = os.path.join(REPO, "molecule", "resources", "lab")
