@@ -452,8 +452,12 @@ def build_table(source, release, origin, root="TorchLlmArgs"):
         name = queue.pop(0)
         if name in models:
             continue
-        fields = module.fields(name)
-        models[name] = {"extra": module.extra(name) or "ignore", "fields": fields}
+        # Each model keeps its own fields and names its bases (models of the table too): inherited fields
+        # are resolved when the table is read (resolved_fields), not written again per subclass.
+        bases = [b for b in module.bases(name) if module.is_model(b)]
+        fields = module.own_fields(name)
+        models[name] = {"bases": bases, "extra": module.extra(name) or "ignore", "fields": fields}
+        queue.extend(bases)
         for spec in fields.values():
             for ref_kind, ref in _refs(spec["type"]):
                 if ref_kind == "model" and ref not in models:
@@ -475,6 +479,16 @@ def build_table(source, release, origin, root="TorchLlmArgs"):
         "decoding_tags": dict(sorted(tags.items())),
         "decoding_dispatch": dict(dispatch),
     }
+
+
+def resolved_fields(table, name):
+    """A model's fields as pydantic has them: inherited ones first (from the last base to the first), then its own."""
+    model = table["models"][name]
+    out = {}
+    for base in reversed(model.get("bases", ())):
+        out.update(resolved_fields(table, base))
+    out.update(model["fields"])
+    return out
 
 
 def _refs(kind):
@@ -538,12 +552,13 @@ def compare(old, new):
         if before is None or after is None:
             lines.append("%s model %s" % ("+" if before is None else "-", name))
             continue
-        for key in [k for k in before["fields"] if k not in after["fields"]]:
+        was, now = resolved_fields(old, name), resolved_fields(new, name)
+        for key in [k for k in was if k not in now]:
             lines.append("- %s.%s" % (name, key))
-        for key in [k for k in after["fields"] if k not in before["fields"]]:
-            lines.append("+ %s.%s %s" % (name, key, json.dumps(after["fields"][key])))
-        for key in [k for k in after["fields"] if k in before["fields"] and after["fields"][k] != before["fields"][k]]:
-            lines.append("~ %s.%s %s -> %s" % (name, key, json.dumps(before["fields"][key]), json.dumps(after["fields"][key])))
+        for key in [k for k in now if k not in was]:
+            lines.append("+ %s.%s %s" % (name, key, json.dumps(now[key])))
+        for key in [k for k in now if k in was and now[k] != was[k]]:
+            lines.append("~ %s.%s %s -> %s" % (name, key, json.dumps(was[key]), json.dumps(now[key])))
         if before.get("extra") != after.get("extra"):
             lines.append("~ %s extra %s -> %s" % (name, before.get("extra"), after.get("extra")))
     return lines

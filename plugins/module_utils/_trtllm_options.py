@@ -277,9 +277,20 @@ class _Validator:
         self.before = RELEASES[version].get("before")
         self.rules = RELEASES[version]["rules"]
         self.models = self.table["models"]
+        self.resolved = {}
         self.errors = []
         self.warnings = []
         self.coerce = True  # pydantic's lax mode; off inside a class the release fills without validation
+
+    def fields(self, model):
+        """The model's fields with the inherited ones (the tables keep each class's own fields and its bases)."""
+        if model not in self.resolved:
+            out = {}
+            for base in reversed(self.models[model].get("bases", ())):
+                out.update(self.fields(base))
+            out.update(self.models[model]["fields"])
+            self.resolved[model] = out
+        return self.resolved[model]
 
     def error(self, path, message):
         self.errors.append("%s: %s" % (path or "(top level)", message))
@@ -439,7 +450,7 @@ class _Validator:
             self.error(path, "%s (%s) must be a mapping" % (_show(value), _type_name(value)))
             return None
         spec = self.models[model]
-        fields = fields if fields is not None else spec["fields"]
+        fields = fields if fields is not None else self.fields(model)
         names = self.accepted_names(fields)
         if spec.get("extra") == "forbid":
             self.reject_unknown(path, value, names, context)
@@ -476,7 +487,9 @@ class _Validator:
         return out
 
     def check_before(self, key):
-        if key not in self.before["models"][self.before["root"]]["fields"]:
+        before = _Validator.__new__(_Validator)
+        before.models, before.resolved = self.before["models"], {}
+        if key not in before.fields(self.before["root"]):
             self.warnings.append("%s: TensorRT-LLM %s's table is %s's (no %s source page is published) and %s "
                                  "has no %s; check that %s accepts it"
                                  % (key, self.version, self.table["release"], self.version,
@@ -570,7 +583,7 @@ class _Validator:
         if self.backend == "pytorch" and spec.get("pytorch") is False:
             self.error(type_path, "%s is not supported on the PyTorch backend of TensorRT-LLM %s (%s.supports_backend)"
                        % (_show(dtype), self.version, model))
-        fields = {k: f for k, f in spec["fields"].items() if k != "decoding_type"}
+        fields = {k: f for k, f in self.fields(model).items() if k != "decoding_type"}
         saved = self.coerce
         self.coerce = model not in self.rules["unvalidated"]
         body = {k: v for k, v in value.items() if k != "decoding_type"}
@@ -579,8 +592,8 @@ class _Validator:
         out = {"decoding_type": canonical}
         out.update(checked)
         if dtype in rewrites and rewrites[dtype][1]:
-            target = set(self.models[accepted[canonical]]["fields"]) | set(
-                a for f in self.models[accepted[canonical]]["fields"].values() for a in f.get("aliases", ()))
+            target = set(self.fields(accepted[canonical])) | set(
+                a for f in self.fields(accepted[canonical]).values() for a in f.get("aliases", ()))
             for key in checked:
                 if key not in target:
                     self.error(self.join(path, key), "is not a field of %s, which TensorRT-LLM %s converts %s to"
@@ -596,7 +609,7 @@ class _Validator:
         if model in rules["draft_model_required"]:
             names = [n for n in ("speculative_model", "speculative_model_dir") if out.get(n) is not None]
             if not names:
-                field = "speculative_model" if "speculative_model" in self.models[model]["fields"] else "speculative_model_dir"
+                field = "speculative_model" if "speculative_model" in self.fields(model) else "speculative_model_dir"
                 self.error(self.join(path, field), "is required for %s: the draft model (a local directory%s)"
                            % (label, " or a Hugging Face id" if field == "speculative_model" else ""))
         if model in rules["draft_len_positive"]:
@@ -616,7 +629,7 @@ class _Validator:
             if draft_len != layers:
                 self.warnings.append("%s: %s is replaced by num_nextn_predict_layers (%s): TensorRT-LLM %s derives "
                                      "MTP's draft length from it" % (len_path, draft_len, layers, self.version))
-        if "use_dynamic_tree" in self.models[model]["fields"]:
+        if "use_dynamic_tree" in self.fields(model):
             self.check_eagle_tree(path, out, draft_len)
         if model == "SADecodingConfig" and rules.get("sa"):
             self.check_sa(path, out)

@@ -14,6 +14,206 @@ TABLE = {
     'root': 'TorchLlmArgs',
     'models': {
         'TorchLlmArgs': {
+            'bases': ['BaseLlmArgs'],
+            'extra': 'forbid',
+            'fields': {
+                'garbage_collection_gen0_threshold': {'type': ['int'], 'default': 20000},
+                'cuda_graph_config': {
+                    'type': ['union', ['model', 'CudaGraphConfig'], ['none']],
+                    'default': {'factory': 'CudaGraphConfig'},
+                },
+                'attention_dp_config': {
+                    'type': ['union', ['model', 'AttentionDpConfig'], ['none']],
+                    'default': None,
+                },
+                'disable_overlap_scheduler': {'type': ['bool'], 'default': False},
+                'moe_config': {'type': ['model', 'MoeConfig'], 'default': {'factory': 'MoeConfig'}},
+                'nvfp4_gemm_config': {
+                    'type': ['model', 'Nvfp4GemmConfig'],
+                    'default': {'factory': 'Nvfp4GemmConfig'},
+                },
+                'attn_backend': {'type': ['str'], 'default': 'TRTLLM'},
+                'sampler_type': {
+                    'type': ['union', ['str'], ['enum', 'SamplerType']],
+                    'default': {'expr': 'SamplerType.auto'},
+                },
+                'sampler_force_async_worker': {'type': ['bool'], 'default': False},
+                'enable_iter_perf_stats': {'type': ['bool'], 'default': False},
+                'enable_iter_req_stats': {'type': ['bool'], 'default': False},
+                'print_iter_log': {'type': ['bool'], 'default': False},
+                'perf_metrics_max_requests': {'type': ['int'], 'default': 0},
+                'batch_wait_timeout_ms': {'type': ['float'], 'default': 0},
+                'batch_wait_timeout_iters': {'type': ['int'], 'default': 0},
+                'batch_wait_max_tokens_ratio': {'type': ['float'], 'default': 0},
+                'torch_compile_config': {
+                    'type': ['union', ['model', 'TorchCompileConfig'], ['none']],
+                    'default': None,
+                },
+                'enable_autotuner': {'type': ['bool'], 'default': True},
+                'enable_layerwise_nvtx_marker': {'type': ['bool'], 'default': False},
+                'load_format': {
+                    'type': ['union', ['str'], ['enum', 'LoadFormat']],
+                    'default': {'expr': 'LoadFormat.AUTO'},
+                },
+                'enable_min_latency': {'type': ['bool'], 'default': False},
+                'stream_interval': {'type': ['int'], 'default': 1},
+                'force_dynamic_quantization': {'type': ['bool'], 'default': False},
+                'allreduce_strategy': {
+                    'type': [
+                        'union',
+                        [
+                            'literal',
+                            'AUTO',
+                            'NCCL',
+                            'UB',
+                            'MINLATENCY',
+                            'ONESHOT',
+                            'TWOSHOT',
+                            'LOWPRECISION',
+                            'MNNVL',
+                            'NCCL_SYMMETRIC',
+                        ],
+                        ['none'],
+                    ],
+                    'default': 'AUTO',
+                },
+                'checkpoint_loader': {'type': ['union', ['any'], ['none']], 'default': None},
+                'checkpoint_format': {'type': ['union', ['str'], ['none']], 'default': None},
+                'kv_connector_config': {
+                    'type': ['union', ['model', 'KvCacheConnectorConfig'], ['none']],
+                    'default': None,
+                },
+                'mm_encoder_only': {'type': ['bool'], 'default': False},
+                'ray_worker_extension_cls': {'type': ['union', ['str'], ['none']], 'default': None},
+                'ray_placement_config': {
+                    'type': ['union', ['model', 'RayPlacementConfig'], ['none']],
+                    'default': None,
+                },
+                'enable_sleep': {'type': ['bool'], 'default': False},
+                'disable_flashinfer_sampling': {'type': ['bool'], 'default': False},
+            },
+        },
+        'AutoDecodingConfig': {'bases': ['DecodingBaseConfig'], 'extra': 'forbid', 'fields': {}, 'pytorch': True},
+        'DraftTargetDecodingConfig': {'bases': ['DecodingBaseConfig'], 'extra': 'forbid', 'fields': {}, 'pytorch': True},
+        'EagleDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'eagle_choices': {
+                    'type': ['union', ['list', ['list', ['int']]], ['none']],
+                    'default': None,
+                },
+                'greedy_sampling': {'type': ['union', ['bool'], ['none']], 'default': True},
+                'posterior_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
+                'use_dynamic_tree': {'type': ['union', ['bool'], ['none']], 'default': False},
+                'dynamic_tree_max_topK': {'type': ['union', ['int'], ['none']], 'default': None},
+                'num_eagle_layers': {'type': ['union', ['int'], ['none']], 'default': None},
+                'max_non_leaves_per_layer': {'type': ['union', ['int'], ['none']], 'default': None},
+                'eagle3_one_model': {'type': ['union', ['bool'], ['none']], 'default': True},
+                'eagle3_layers_to_capture': {
+                    'type': ['union', ['list', ['int']], ['none']],
+                    'default': None,
+                },
+            },
+            'pytorch': True,
+        },
+        'LookaheadDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'max_window_size': {
+                    'type': ['int'],
+                    'default': {
+                        'expr': (
+                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_window()'),
+                    },
+                },
+                'max_ngram_size': {
+                    'type': ['int'],
+                    'default': {
+                        'expr': (
+                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_ngram()'),
+                    },
+                },
+                'max_verification_set_size': {
+                    'type': ['int'],
+                    'default': {
+                        'expr': (
+                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_verification_set()'),
+                    },
+                },
+            },
+            'pytorch': False,
+        },
+        'MTPDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'num_nextn_predict_layers': {'type': ['int'], 'default': 1},
+                'use_relaxed_acceptance_for_thinking': {'type': ['bool'], 'default': False},
+                'relaxed_topk': {'type': ['int'], 'default': 1},
+                'relaxed_delta': {'type': ['float'], 'default': 0.0},
+                'use_mtp_vanilla': {'type': ['bool'], 'default': False},
+                'mtp_eagle_one_model': {'type': ['bool'], 'default': True},
+                'num_nextn_predict_layers_from_model_config': {'type': ['int'], 'default': 1},
+                'begin_thinking_phase_token': {'type': ['int'], 'default': 128798},
+                'end_thinking_phase_token': {'type': ['int'], 'default': 128799},
+            },
+            'pytorch': True,
+        },
+        'MedusaDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'medusa_choices': {
+                    'type': ['union', ['list', ['list', ['int']]], ['none']],
+                    'default': None,
+                },
+                'num_medusa_heads': {'type': ['union', ['int'], ['none']], 'default': None},
+            },
+            'pytorch': False,
+        },
+        'NGramDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'max_matching_ngram_size': {'type': ['int'], 'default': 0},
+                'is_keep_all': {'type': ['bool'], 'default': True},
+                'is_use_oldest': {'type': ['bool'], 'default': True},
+                'is_public_pool': {'type': ['bool'], 'default': True},
+            },
+            'pytorch': True,
+        },
+        'SaveHiddenStatesDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'output_directory': {'type': ['str'], 'required': True},
+                'write_interval': {'type': ['int'], 'default': 20},
+                'file_prefix': {'type': ['str'], 'default': 'data'},
+                'eagle3_layers_to_capture': {
+                    'type': ['union', ['list', ['int']], ['none']],
+                    'default': None,
+                },
+                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': 1},
+                'eagle_choices': {
+                    'type': ['union', ['list', ['list', ['int']]], ['none']],
+                    'default': None,
+                },
+            },
+            'pytorch': True,
+        },
+        'UserProvidedDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'drafter': {'type': ['any'], 'required': True},
+                'resource_manager': {'type': ['any'], 'default': None},
+            },
+            'pytorch': True,
+        },
+        'BaseLlmArgs': {
+            'bases': ['StrictBaseModel'],
             'extra': 'forbid',
             'fields': {
                 'model': {'type': ['str'], 'required': True},
@@ -44,10 +244,7 @@ TABLE = {
                 'enable_lm_head_tp_in_adp': {'type': ['bool'], 'default': False},
                 'pp_partition': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
                 'cp_config': {'type': ['union', ['any'], ['none']], 'default': {'factory': 'dict'}},
-                'load_format': {
-                    'type': ['union', ['str'], ['enum', 'LoadFormat']],
-                    'default': {'expr': 'LoadFormat.AUTO'},
-                },
+                'load_format': {'type': ['literal', 'auto', 'dummy'], 'default': 'auto'},
                 'fail_fast_on_attention_window_too_large': {'type': ['bool'], 'default': False},
                 'enable_lora': {'type': ['bool'], 'default': False},
                 'lora_config': {'type': ['union', ['any', 'LoraConfig'], ['none']], 'default': None},
@@ -104,11 +301,7 @@ TABLE = {
                 'postprocess_tokenizer_dir': {'type': ['union', ['str'], ['none']], 'default': None},
                 'reasoning_parser': {'type': ['union', ['str'], ['none']], 'default': None},
                 'decoding_config': {'type': ['union', ['any'], ['none']], 'default': None},
-                'mpi_session': {
-                    'type': ['union', ['any'], ['none']],
-                    'default': None,
-                    'aliases': ['_mpi_session'],
-                },
+                'mpi_session': {'type': ['union', ['any'], ['none']], 'default': None, 'aliases': ['_mpi_session']},
                 'otlp_traces_endpoint': {
                     'type': ['union', ['str'], ['none']],
                     'default': None,
@@ -118,193 +311,90 @@ TABLE = {
                 'return_perf_metrics': {'type': ['bool'], 'default': False},
                 'orchestrator_type': {'type': ['union', ['literal', 'rpc', 'ray'], ['none']], 'default': None},
                 'env_overrides': {'type': ['union', ['dict', ['str'], ['str']], ['none']], 'default': None},
-                'garbage_collection_gen0_threshold': {'type': ['int'], 'default': 20000},
-                'cuda_graph_config': {
-                    'type': ['union', ['model', 'CudaGraphConfig'], ['none']],
-                    'default': {'factory': 'CudaGraphConfig'},
-                },
-                'attention_dp_config': {
-                    'type': ['union', ['model', 'AttentionDpConfig'], ['none']],
-                    'default': None,
-                },
-                'disable_overlap_scheduler': {'type': ['bool'], 'default': False},
-                'moe_config': {'type': ['model', 'MoeConfig'], 'default': {'factory': 'MoeConfig'}},
-                'nvfp4_gemm_config': {
-                    'type': ['model', 'Nvfp4GemmConfig'],
-                    'default': {'factory': 'Nvfp4GemmConfig'},
-                },
-                'attn_backend': {'type': ['str'], 'default': 'TRTLLM'},
-                'sampler_type': {
-                    'type': ['union', ['str'], ['enum', 'SamplerType']],
-                    'default': {'expr': 'SamplerType.auto'},
-                },
-                'sampler_force_async_worker': {'type': ['bool'], 'default': False},
-                'enable_iter_perf_stats': {'type': ['bool'], 'default': False},
-                'enable_iter_req_stats': {'type': ['bool'], 'default': False},
-                'print_iter_log': {'type': ['bool'], 'default': False},
-                'perf_metrics_max_requests': {'type': ['int'], 'default': 0},
-                'batch_wait_timeout_ms': {'type': ['float'], 'default': 0},
-                'batch_wait_timeout_iters': {'type': ['int'], 'default': 0},
-                'batch_wait_max_tokens_ratio': {'type': ['float'], 'default': 0},
-                'torch_compile_config': {
-                    'type': ['union', ['model', 'TorchCompileConfig'], ['none']],
-                    'default': None,
-                },
-                'enable_autotuner': {'type': ['bool'], 'default': True},
-                'enable_layerwise_nvtx_marker': {'type': ['bool'], 'default': False},
-                'enable_min_latency': {'type': ['bool'], 'default': False},
-                'stream_interval': {'type': ['int'], 'default': 1},
-                'force_dynamic_quantization': {'type': ['bool'], 'default': False},
-                'allreduce_strategy': {
+            },
+        },
+        'CudaGraphConfig': {
+            'bases': ['StrictBaseModel'],
+            'extra': 'forbid',
+            'fields': {
+                'batch_sizes': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
+                'max_batch_size': {'type': ['int'], 'default': 0},
+                'enable_padding': {'type': ['bool'], 'default': False},
+            },
+        },
+        'AttentionDpConfig': {
+            'bases': ['StrictBaseModel'],
+            'extra': 'forbid',
+            'fields': {
+                'enable_balance': {'type': ['bool'], 'default': False},
+                'timeout_iters': {'type': ['int'], 'default': 50},
+                'batching_wait_iters': {'type': ['int'], 'default': 10},
+            },
+        },
+        'MoeConfig': {
+            'bases': ['StrictBaseModel'],
+            'extra': 'forbid',
+            'fields': {
+                'backend': {
                     'type': [
-                        'union',
-                        [
-                            'literal',
-                            'AUTO',
-                            'NCCL',
-                            'UB',
-                            'MINLATENCY',
-                            'ONESHOT',
-                            'TWOSHOT',
-                            'LOWPRECISION',
-                            'MNNVL',
-                            'NCCL_SYMMETRIC',
-                        ],
-                        ['none'],
+                        'literal',
+                        'CUTLASS',
+                        'CUTEDSL',
+                        'WIDEEP',
+                        'TRTLLM',
+                        'DEEPGEMM',
+                        'VANILLA',
+                        'TRITON',
                     ],
-                    'default': 'AUTO',
+                    'default': 'CUTLASS',
                 },
-                'checkpoint_loader': {'type': ['union', ['any'], ['none']], 'default': None},
-                'checkpoint_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'kv_connector_config': {
-                    'type': ['union', ['model', 'KvCacheConnectorConfig'], ['none']],
-                    'default': None,
-                },
-                'mm_encoder_only': {'type': ['bool'], 'default': False},
-                'ray_worker_extension_cls': {'type': ['union', ['str'], ['none']], 'default': None},
-                'ray_placement_config': {
-                    'type': ['union', ['model', 'RayPlacementConfig'], ['none']],
-                    'default': None,
-                },
-                'enable_sleep': {'type': ['bool'], 'default': False},
-                'disable_flashinfer_sampling': {'type': ['bool'], 'default': False},
+                'max_num_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
+                'load_balancer': {'type': ['union', ['any'], ['str'], ['none']], 'default': None},
+                'disable_finalize_fusion': {'type': ['bool'], 'default': False},
+                'use_low_precision_moe_combine': {'type': ['bool'], 'default': False},
             },
         },
-        'AutoDecodingConfig': {
+        'Nvfp4GemmConfig': {
+            'bases': ['StrictBaseModel'],
             'extra': 'forbid',
-            'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model_dir': {'type': ['union', ['str'], ['none']], 'default': None},
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-            },
-            'pytorch': True,
+            'fields': {'allowed_backends': {'type': ['list', ['str']], 'default': ['cutlass', 'cublaslt', 'cuda_core']}},
         },
-        'DraftTargetDecodingConfig': {
+        'TorchCompileConfig': {
+            'bases': ['StrictBaseModel'],
             'extra': 'forbid',
             'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model_dir': {'type': ['union', ['str'], ['none']], 'default': None},
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None},
-                'acceptance_length_threshold': {
-                    'type': ['union', ['float'], ['none']],
-                    'default': None,
-                },
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
+                'enable_fullgraph': {'type': ['bool'], 'default': True},
+                'enable_inductor': {'type': ['bool'], 'default': False},
+                'enable_piecewise_cuda_graph': {'type': ['bool'], 'default': False},
+                'capture_num_tokens': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
+                'enable_userbuffers': {'type': ['bool'], 'default': True},
+                'max_num_streams': {'type': ['int'], 'default': 1},
             },
-            'pytorch': True,
         },
-        'EagleDecodingConfig': {
+        'KvCacheConnectorConfig': {
+            'bases': ['StrictBaseModel'],
             'extra': 'forbid',
             'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model_dir': {'type': ['union', ['str'], ['none']], 'default': None},
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'eagle_choices': {
+                'connector_module': {'type': ['str'], 'required': True},
+                'connector_scheduler_class': {'type': ['str'], 'required': True},
+                'connector_worker_class': {'type': ['str'], 'required': True},
+            },
+        },
+        'RayPlacementConfig': {
+            'bases': ['StrictBaseModel'],
+            'extra': 'forbid',
+            'fields': {
+                'defer_workers_init': {'type': ['bool'], 'default': False},
+                'placement_groups': {'type': ['union', ['list', ['any']], ['none']], 'default': None},
+                'placement_bundle_indices': {
                     'type': ['union', ['list', ['list', ['int']]], ['none']],
                     'default': None,
                 },
-                'greedy_sampling': {'type': ['union', ['bool'], ['none']], 'default': True},
-                'posterior_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
-                'use_dynamic_tree': {'type': ['union', ['bool'], ['none']], 'default': False},
-                'dynamic_tree_max_topK': {'type': ['union', ['int'], ['none']], 'default': None},
-                'num_eagle_layers': {'type': ['union', ['int'], ['none']], 'default': None},
-                'max_non_leaves_per_layer': {'type': ['union', ['int'], ['none']], 'default': None},
-                'eagle3_one_model': {'type': ['union', ['bool'], ['none']], 'default': True},
-                'eagle3_layers_to_capture': {
-                    'type': ['union', ['list', ['int']], ['none']],
-                    'default': None,
-                },
+                'per_worker_gpu_share': {'type': ['union', ['float'], ['none']], 'default': None},
             },
-            'pytorch': True,
         },
-        'LookaheadDecodingConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model_dir': {'type': ['union', ['str'], ['none']], 'default': None},
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None},
-                'acceptance_length_threshold': {
-                    'type': ['union', ['float'], ['none']],
-                    'default': None,
-                },
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'max_window_size': {
-                    'type': ['int'],
-                    'default': {
-                        'expr': (
-                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_window()'),
-                    },
-                },
-                'max_ngram_size': {
-                    'type': ['int'],
-                    'default': {
-                        'expr': (
-                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_ngram()'),
-                    },
-                },
-                'max_verification_set_size': {
-                    'type': ['int'],
-                    'default': {
-                        'expr': (
-                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_verification_set()'),
-                    },
-                },
-            },
-            'pytorch': False,
-        },
-        'MTPDecodingConfig': {
+        'DecodingBaseConfig': {
+            'bases': ['StrictBaseModel'],
             'extra': 'forbid',
             'fields': {
                 'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None},
@@ -319,123 +409,12 @@ TABLE = {
                 'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None},
                 'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
                 'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'num_nextn_predict_layers': {'type': ['int'], 'default': 1},
-                'use_relaxed_acceptance_for_thinking': {'type': ['bool'], 'default': False},
-                'relaxed_topk': {'type': ['int'], 'default': 1},
-                'relaxed_delta': {'type': ['float'], 'default': 0.0},
-                'use_mtp_vanilla': {'type': ['bool'], 'default': False},
-                'mtp_eagle_one_model': {'type': ['bool'], 'default': True},
-                'num_nextn_predict_layers_from_model_config': {'type': ['int'], 'default': 1},
-                'begin_thinking_phase_token': {'type': ['int'], 'default': 128798},
-                'end_thinking_phase_token': {'type': ['int'], 'default': 128799},
             },
             'pytorch': True,
         },
-        'MedusaDecodingConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model_dir': {'type': ['union', ['str'], ['none']], 'default': None},
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'medusa_choices': {
-                    'type': ['union', ['list', ['list', ['int']]], ['none']],
-                    'default': None,
-                },
-                'num_medusa_heads': {'type': ['union', ['int'], ['none']], 'default': None},
-            },
-            'pytorch': False,
-        },
-        'NGramDecodingConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model_dir': {'type': ['union', ['str'], ['none']], 'default': None},
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None},
-                'acceptance_length_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'max_matching_ngram_size': {'type': ['int'], 'default': 0},
-                'is_keep_all': {'type': ['bool'], 'default': True},
-                'is_use_oldest': {'type': ['bool'], 'default': True},
-                'is_public_pool': {'type': ['bool'], 'default': True},
-            },
-            'pytorch': True,
-        },
-        'SaveHiddenStatesDecodingConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': 1},
-                'speculative_model_dir': {'type': ['union', ['str'], ['none']], 'default': None},
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None},
-                'draft_len_schedule': {
-                    'type': [
-                        'union',
-                        ['dict', ['int'], ['int']],
-                        ['none'],
-                    ],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None},
-                'acceptance_length_threshold': {
-                    'type': ['union', ['float'], ['none']],
-                    'default': None,
-                },
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'output_directory': {'type': ['str'], 'required': True},
-                'write_interval': {'type': ['int'], 'default': 20},
-                'file_prefix': {'type': ['str'], 'default': 'data'},
-                'eagle3_layers_to_capture': {
-                    'type': ['union', ['list', ['int']], ['none']],
-                    'default': None,
-                },
-                'eagle_choices': {
-                    'type': ['union', ['list', ['list', ['int']]], ['none']],
-                    'default': None,
-                },
-            },
-            'pytorch': True,
-        },
-        'UserProvidedDecodingConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model_dir': {'type': ['union', ['str'], ['none']], 'default': None},
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None},
-                'acceptance_length_threshold': {
-                    'type': ['union', ['float'], ['none']],
-                    'default': None,
-                },
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'drafter': {'type': ['any'], 'required': True},
-                'resource_manager': {'type': ['any'], 'default': None},
-            },
-            'pytorch': True,
-        },
+        'StrictBaseModel': {'bases': [], 'extra': 'forbid', 'fields': {}},
         'KvCacheConfig': {
+            'bases': ['StrictBaseModel'],
             'extra': 'forbid',
             'fields': {
                 'enable_block_reuse': {'type': ['bool'], 'default': True},
@@ -462,6 +441,7 @@ TABLE = {
             },
         },
         'PeftCacheConfig': {
+            'bases': ['StrictBaseModel'],
             'extra': 'forbid',
             'fields': {
                 'num_host_module_layer': {'type': ['int'], 'default': 0},
@@ -479,6 +459,7 @@ TABLE = {
             },
         },
         'SchedulerConfig': {
+            'bases': ['StrictBaseModel'],
             'extra': 'forbid',
             'fields': {
                 'capacity_scheduler_policy': {
@@ -499,6 +480,7 @@ TABLE = {
             },
         },
         'CacheTransceiverConfig': {
+            'bases': ['StrictBaseModel'],
             'extra': 'forbid',
             'fields': {
                 'backend': {
@@ -519,9 +501,9 @@ TABLE = {
             },
         },
         'RocketSparseAttentionConfig': {
+            'bases': ['BaseSparseAttentionConfig'],
             'extra': 'forbid',
             'fields': {
-                'seq_len_threshold': {'type': ['union', ['int'], ['none']], 'default': None},
                 'window_size': {'type': ['union', ['int'], ['none']], 'default': 32},
                 'kernel_size': {'type': ['union', ['int'], ['none']], 'default': 63},
                 'topr': {'type': ['union', ['int'], ['float'], ['none']], 'default': 128},
@@ -532,9 +514,9 @@ TABLE = {
             },
         },
         'DeepSeekSparseAttentionConfig': {
+            'bases': ['BaseSparseAttentionConfig'],
             'extra': 'forbid',
             'fields': {
-                'seq_len_threshold': {'type': ['union', ['int'], ['none']], 'default': None},
                 'index_n_heads': {'type': ['union', ['int'], ['none']], 'default': None},
                 'index_head_dim': {'type': ['union', ['int'], ['none']], 'default': None},
                 'index_topk': {'type': ['union', ['int'], ['none']], 'default': None},
@@ -542,86 +524,19 @@ TABLE = {
                 'skip_indexer_for_short_seqs': {'type': ['bool'], 'default': False},
             },
         },
-        'CudaGraphConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'batch_sizes': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
-                'max_batch_size': {'type': ['int'], 'default': 0},
-                'enable_padding': {'type': ['bool'], 'default': False},
-            },
-        },
-        'AttentionDpConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'enable_balance': {'type': ['bool'], 'default': False},
-                'timeout_iters': {'type': ['int'], 'default': 50},
-                'batching_wait_iters': {'type': ['int'], 'default': 10},
-            },
-        },
-        'MoeConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'backend': {
-                    'type': [
-                        'literal',
-                        'CUTLASS',
-                        'CUTEDSL',
-                        'WIDEEP',
-                        'TRTLLM',
-                        'DEEPGEMM',
-                        'VANILLA',
-                        'TRITON',
-                    ],
-                    'default': 'CUTLASS',
-                },
-                'max_num_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'load_balancer': {'type': ['union', ['any'], ['str'], ['none']], 'default': None},
-                'disable_finalize_fusion': {'type': ['bool'], 'default': False},
-                'use_low_precision_moe_combine': {'type': ['bool'], 'default': False},
-            },
-        },
-        'Nvfp4GemmConfig': {
-            'extra': 'forbid',
-            'fields': {'allowed_backends': {'type': ['list', ['str']], 'default': ['cutlass', 'cublaslt', 'cuda_core']}},
-        },
-        'TorchCompileConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'enable_fullgraph': {'type': ['bool'], 'default': True},
-                'enable_inductor': {'type': ['bool'], 'default': False},
-                'enable_piecewise_cuda_graph': {'type': ['bool'], 'default': False},
-                'capture_num_tokens': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
-                'enable_userbuffers': {'type': ['bool'], 'default': True},
-                'max_num_streams': {'type': ['int'], 'default': 1},
-            },
-        },
-        'KvCacheConnectorConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'connector_module': {'type': ['str'], 'required': True},
-                'connector_scheduler_class': {'type': ['str'], 'required': True},
-                'connector_worker_class': {'type': ['str'], 'required': True},
-            },
-        },
-        'RayPlacementConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'defer_workers_init': {'type': ['bool'], 'default': False},
-                'placement_groups': {'type': ['union', ['list', ['any']], ['none']], 'default': None},
-                'placement_bundle_indices': {
-                    'type': ['union', ['list', ['list', ['int']]], ['none']],
-                    'default': None,
-                },
-                'per_worker_gpu_share': {'type': ['union', ['float'], ['none']], 'default': None},
-            },
-        },
         'DynamicBatchConfig': {
+            'bases': ['StrictBaseModel'],
             'extra': 'forbid',
             'fields': {
                 'enable_batch_size_tuning': {'type': ['bool'], 'required': True},
                 'enable_max_num_tokens_tuning': {'type': ['bool'], 'required': True},
                 'dynamic_batch_moving_average_window': {'type': ['int'], 'required': True},
             },
+        },
+        'BaseSparseAttentionConfig': {
+            'bases': ['StrictBaseModel'],
+            'extra': 'forbid',
+            'fields': {'seq_len_threshold': {'type': ['union', ['int'], ['none']], 'default': None}},
         },
     },
     'enums': {

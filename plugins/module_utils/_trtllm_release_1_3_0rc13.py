@@ -14,6 +14,277 @@ TABLE = {
     'root': 'TorchLlmArgs',
     'models': {
         'TorchLlmArgs': {
+            'bases': ['BaseLlmArgs'],
+            'extra': 'forbid',
+            'fields': {
+                'garbage_collection_gen0_threshold': {'type': ['int'], 'default': 20000},
+                'cuda_graph_config': {
+                    'type': ['union', ['model', 'CudaGraphConfig'], ['none']],
+                    'default': {'factory': 'CudaGraphConfig'},
+                },
+                'attention_dp_config': {
+                    'type': ['union', ['model', 'AttentionDpConfig'], ['none']],
+                    'default': None,
+                },
+                'disable_overlap_scheduler': {'type': ['bool'], 'default': False},
+                'moe_config': {'type': ['model', 'MoeConfig'], 'default': {'factory': 'MoeConfig'}},
+                'nvfp4_gemm_config': {
+                    'type': ['model', 'Nvfp4GemmConfig'],
+                    'default': {'factory': 'Nvfp4GemmConfig'},
+                },
+                'dwdp_config': {'type': ['union', ['model', 'DwdpConfig'], ['none']], 'default': None},
+                'attn_backend': {'type': ['str'], 'default': 'TRTLLM'},
+                'sampler_type': {
+                    'type': ['union', ['str'], ['enum', 'SamplerType']],
+                    'default': {'expr': 'SamplerType.auto'},
+                },
+                'sampler_force_async_worker': {'type': ['bool'], 'default': False},
+                'enable_iter_perf_stats': {'type': ['bool'], 'default': False},
+                'enable_iter_req_stats': {'type': ['bool'], 'default': False},
+                'print_iter_log': {'type': ['bool'], 'default': False},
+                'batch_wait_timeout_ms': {'type': ['float'], 'default': 0, 'ge': 0},
+                'batch_wait_timeout_iters': {'type': ['int'], 'default': 0, 'ge': 0},
+                'batch_wait_max_tokens_ratio': {'type': ['float'], 'default': 0, 'ge': 0, 'le': 1},
+                'torch_compile_config': {
+                    'type': ['union', ['model', 'TorchCompileConfig'], ['none']],
+                    'default': None,
+                },
+                'enable_autotuner': {'type': ['bool'], 'default': True},
+                'enable_layerwise_nvtx_marker': {'type': ['bool'], 'default': False},
+                'load_format': {
+                    'type': ['union', ['str'], ['enum', 'LoadFormat']],
+                    'default': {'expr': 'LoadFormat.AUTO'},
+                },
+                'enable_min_latency': {'type': ['bool'], 'default': False},
+                'stream_interval': {'type': ['int'], 'default': 1, 'gt': 0},
+                'force_dynamic_quantization': {'type': ['bool'], 'default': False},
+                'allreduce_strategy': {
+                    'type': [
+                        'union',
+                        [
+                            'literal',
+                            'AUTO',
+                            'NCCL',
+                            'UB',
+                            'MINLATENCY',
+                            'ONESHOT',
+                            'TWOSHOT',
+                            'LOWPRECISION',
+                            'MNNVL',
+                            'NCCL_SYMMETRIC',
+                        ],
+                        ['none'],
+                    ],
+                    'default': 'AUTO',
+                },
+                'checkpoint_loader': {'type': ['union', ['any'], ['none']], 'default': None},
+                'checkpoint_format': {'type': ['union', ['str'], ['none']], 'default': None},
+                'kv_connector_config': {
+                    'type': ['union', ['model', 'KvCacheConnectorConfig'], ['none']],
+                    'default': None,
+                },
+                'mm_encoder_only': {'type': ['bool'], 'default': False},
+                'ray_worker_extension_cls': {'type': ['union', ['str'], ['none']], 'default': None},
+                'ray_placement_config': {
+                    'type': ['union', ['model', 'RayPlacementConfig'], ['none']],
+                    'default': None,
+                },
+                'ray_worker_nsight_options': {
+                    'type': ['union', ['dict', ['str'], ['str']], ['none']],
+                    'default': None,
+                },
+                'sleep_config': {'type': ['union', ['model', 'SleepConfig'], ['none']], 'default': None},
+                'use_cute_dsl_blockscaling_mm': {'type': ['bool'], 'default': False},
+                'use_cute_dsl_blockscaling_bmm': {'type': ['bool'], 'default': False},
+                'disable_flashinfer_sampling': {'type': ['bool'], 'default': False},
+                'max_stats_len': {'type': ['int'], 'default': 1000},
+                'layer_wise_benchmarks_config': {
+                    'type': ['model', 'LayerwiseBenchmarksConfig'],
+                    'default': {'factory': 'LayerwiseBenchmarksConfig'},
+                },
+                'video_pruning_rate': {
+                    'type': ['union', ['float'], ['none']],
+                    'default': None,
+                    'ge': 0.0,
+                    'lt': 1.0,
+                },
+                'backend': {'type': ['literal', 'pytorch'], 'default': 'pytorch'},
+            },
+        },
+        'AutoDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {'decoding_type': {'type': ['literal', 'AUTO'], 'default': 'AUTO'}},
+            'pytorch': True,
+        },
+        'DraftTargetDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {'decoding_type': {'type': ['literal', 'Draft_Target'], 'default': 'Draft_Target'}},
+            'pytorch': True,
+        },
+        'Eagle3DecodingConfig': {
+            'bases': ['EagleDecodingConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'decoding_type': {'type': ['literal', 'Eagle3'], 'default': 'Eagle3'},
+                'max_batch_size': {'type': ['union', ['int'], ['none']], 'default': None},
+                'sa_config': {'type': ['union', ['model', 'SAEnhancerConfig'], ['none']], 'default': None},
+            },
+            'pytorch': True,
+        },
+        'EagleDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'decoding_type': {'type': ['literal', 'Eagle'], 'default': 'Eagle'},
+                'eagle_choices': {
+                    'type': ['union', ['list', ['list', ['int']]], ['none']],
+                    'default': None,
+                },
+                'greedy_sampling': {'type': ['union', ['bool'], ['none']], 'default': True},
+                'posterior_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
+                'use_dynamic_tree': {'type': ['union', ['bool'], ['none']], 'default': False},
+                'dynamic_tree_max_topK': {'type': ['union', ['int'], ['none']], 'default': None},
+                'num_eagle_layers': {'type': ['union', ['int'], ['none']], 'default': None},
+                'max_non_leaves_per_layer': {'type': ['union', ['int'], ['none']], 'default': None},
+                'eagle3_one_model': {'type': ['union', ['bool'], ['none']], 'default': True},
+                'eagle3_layers_to_capture': {
+                    'type': ['union', ['list', ['int']], ['none']],
+                    'default': None,
+                },
+                'eagle3_model_arch': {'type': ['literal', 'llama3', 'mistral_large3'], 'default': 'llama3'},
+            },
+            'pytorch': True,
+        },
+        'LookaheadDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'decoding_type': {'type': ['literal', 'Lookahead'], 'default': 'Lookahead'},
+                'max_window_size': {
+                    'type': ['int'],
+                    'default': {
+                        'expr': (
+                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_window()'),
+                    },
+                    'gt': 0,
+                },
+                'max_ngram_size': {
+                    'type': ['int'],
+                    'default': {
+                        'expr': (
+                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_ngram()'),
+                    },
+                    'gt': 0,
+                },
+                'max_verification_set_size': {
+                    'type': ['int'],
+                    'default': {
+                        'expr': (
+                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_verification_set()'),
+                    },
+                    'gt': 0,
+                },
+            },
+            'pytorch': False,
+        },
+        'MTPDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'decoding_type': {'type': ['literal', 'MTP'], 'default': 'MTP'},
+                'num_nextn_predict_layers': {'type': ['int'], 'default': 1, 'gt': 0},
+                'use_relaxed_acceptance_for_thinking': {'type': ['bool'], 'default': False},
+                'relaxed_topk': {'type': ['int'], 'default': 1},
+                'relaxed_delta': {'type': ['float'], 'default': 0.0},
+                'use_mtp_vanilla': {'type': ['bool'], 'default': False},
+                'mtp_eagle_one_model': {'type': ['bool'], 'default': True},
+                'sa_config': {'type': ['union', ['model', 'SAEnhancerConfig'], ['none']], 'default': None},
+                'num_nextn_predict_layers_from_model_config': {'type': ['int'], 'default': 1},
+                'begin_thinking_phase_token': {'type': ['int'], 'default': 128798},
+                'end_thinking_phase_token': {'type': ['int'], 'default': 128799},
+            },
+            'pytorch': True,
+        },
+        'MedusaDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'decoding_type': {'type': ['literal', 'Medusa'], 'default': 'Medusa'},
+                'medusa_choices': {
+                    'type': ['union', ['list', ['list', ['int']]], ['none']],
+                    'default': None,
+                },
+                'num_medusa_heads': {'type': ['union', ['int'], ['none']], 'default': None},
+            },
+            'pytorch': False,
+        },
+        'NGramDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'decoding_type': {'type': ['literal', 'NGram'], 'default': 'NGram'},
+                'max_matching_ngram_size': {'type': ['int'], 'default': 2, 'gt': 0},
+                'is_keep_all': {'type': ['bool'], 'default': True},
+                'is_use_oldest': {'type': ['bool'], 'default': True},
+                'is_public_pool': {'type': ['bool'], 'default': True},
+            },
+            'pytorch': True,
+        },
+        'PARDDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'mask_token_id': {'type': ['union', ['int'], ['none']], 'default': None},
+                'decoding_type': {'type': ['literal', 'PARD'], 'default': 'PARD'},
+                'sa_config': {'type': ['union', ['model', 'SAEnhancerConfig'], ['none']], 'default': None},
+            },
+            'pytorch': True,
+        },
+        'SADecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'decoding_type': {'type': ['literal', 'SA'], 'default': 'SA'},
+                'max_matching_ngram_size': {'type': ['int'], 'default': -1},
+                'enable_global_pool': {'type': ['bool'], 'default': False},
+                'global_pool_size': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
+            },
+            'pytorch': True,
+        },
+        'SaveHiddenStatesDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'decoding_type': {'type': ['literal', 'SaveState'], 'default': 'SaveState'},
+                'output_directory': {'type': ['str'], 'required': True},
+                'write_interval': {'type': ['int'], 'default': 20},
+                'file_prefix': {'type': ['str'], 'default': 'data'},
+                'eagle3_layers_to_capture': {
+                    'type': ['union', ['list', ['int']], ['none']],
+                    'default': None,
+                },
+                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': 1},
+                'eagle_choices': {
+                    'type': ['union', ['list', ['list', ['int']]], ['none']],
+                    'default': None,
+                },
+            },
+            'pytorch': True,
+        },
+        'UserProvidedDecodingConfig': {
+            'bases': ['DecodingBaseConfig'],
+            'extra': 'forbid',
+            'fields': {
+                'decoding_type': {'type': ['literal', 'User_Provided'], 'default': 'User_Provided'},
+                'drafter': {'type': ['any'], 'required': True},
+                'resource_manager': {'type': ['any'], 'default': None},
+            },
+            'pytorch': True,
+        },
+        'BaseLlmArgs': {
+            'bases': [],
             'extra': 'forbid',
             'fields': {
                 'model': {'type': ['str'], 'required': True},
@@ -46,10 +317,7 @@ TABLE = {
                 'enable_lm_head_tp_in_adp': {'type': ['bool'], 'default': False},
                 'pp_partition': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
                 'cp_config': {'type': ['union', ['model', 'CpConfig'], ['none']], 'default': None},
-                'load_format': {
-                    'type': ['union', ['str'], ['enum', 'LoadFormat']],
-                    'default': {'expr': 'LoadFormat.AUTO'},
-                },
+                'load_format': {'type': ['literal', 'auto', 'dummy'], 'default': 'auto'},
                 'enable_lora': {'type': ['bool'], 'default': False},
                 'lora_config': {'type': ['union', ['any', 'LoraConfig'], ['none']], 'default': None},
                 'kv_cache_config': {'type': ['model', 'KvCacheConfig'], 'default': {'factory': 'KvCacheConfig'}},
@@ -109,17 +377,13 @@ TABLE = {
                 'postprocess_tokenizer_dir': {'type': ['union', ['str'], ['none']], 'default': None},
                 'reasoning_parser': {'type': ['union', ['str'], ['none']], 'default': None},
                 'decoding_config': {'type': ['union', ['any'], ['none']], 'default': None},
-                'mpi_session': {
-                    'type': ['union', ['any'], ['none']],
-                    'default': None,
-                    'aliases': ['_mpi_session'],
-                },
+                'mpi_session': {'type': ['union', ['any'], ['none']], 'default': None, 'aliases': ['_mpi_session']},
                 'otlp_traces_endpoint': {
                     'type': ['union', ['str'], ['none']],
                     'default': None,
                     'aliases': ['otlp_traces_endpoint'],
                 },
-                'backend': {'type': ['literal', 'pytorch'], 'default': 'pytorch'},
+                'backend': {'type': ['union', ['str'], ['none']], 'default': None},
                 'return_perf_metrics': {'type': ['bool'], 'default': False},
                 'perf_metrics_max_requests': {'type': ['int'], 'default': 0, 'ge': 0},
                 'prometheus_metrics_config': {
@@ -129,512 +393,150 @@ TABLE = {
                 'enable_energy_metrics': {'type': ['bool'], 'default': False},
                 'orchestrator_type': {'type': ['union', ['literal', 'rpc', 'ray'], ['none']], 'default': None},
                 'env_overrides': {'type': ['union', ['dict', ['str'], ['str']], ['none']], 'default': None},
-                'telemetry_config': {
-                    'type': ['any', 'TelemetryConfig'],
-                    'default': {'factory': 'TelemetryConfig'},
-                },
-                'garbage_collection_gen0_threshold': {'type': ['int'], 'default': 20000},
-                'cuda_graph_config': {
-                    'type': ['union', ['model', 'CudaGraphConfig'], ['none']],
-                    'default': {'factory': 'CudaGraphConfig'},
-                },
-                'attention_dp_config': {
-                    'type': ['union', ['model', 'AttentionDpConfig'], ['none']],
-                    'default': None,
-                },
-                'disable_overlap_scheduler': {'type': ['bool'], 'default': False},
-                'moe_config': {'type': ['model', 'MoeConfig'], 'default': {'factory': 'MoeConfig'}},
-                'nvfp4_gemm_config': {
-                    'type': ['model', 'Nvfp4GemmConfig'],
-                    'default': {'factory': 'Nvfp4GemmConfig'},
-                },
-                'dwdp_config': {'type': ['union', ['model', 'DwdpConfig'], ['none']], 'default': None},
-                'attn_backend': {'type': ['str'], 'default': 'TRTLLM'},
-                'sampler_type': {
-                    'type': ['union', ['str'], ['enum', 'SamplerType']],
-                    'default': {'expr': 'SamplerType.auto'},
-                },
-                'sampler_force_async_worker': {'type': ['bool'], 'default': False},
-                'enable_iter_perf_stats': {'type': ['bool'], 'default': False},
-                'enable_iter_req_stats': {'type': ['bool'], 'default': False},
-                'print_iter_log': {'type': ['bool'], 'default': False},
-                'batch_wait_timeout_ms': {'type': ['float'], 'default': 0, 'ge': 0},
-                'batch_wait_timeout_iters': {'type': ['int'], 'default': 0, 'ge': 0},
-                'batch_wait_max_tokens_ratio': {'type': ['float'], 'default': 0, 'ge': 0, 'le': 1},
-                'torch_compile_config': {
-                    'type': ['union', ['model', 'TorchCompileConfig'], ['none']],
-                    'default': None,
-                },
-                'enable_autotuner': {'type': ['bool'], 'default': True},
-                'enable_layerwise_nvtx_marker': {'type': ['bool'], 'default': False},
-                'enable_min_latency': {'type': ['bool'], 'default': False},
-                'stream_interval': {'type': ['int'], 'default': 1, 'gt': 0},
-                'force_dynamic_quantization': {'type': ['bool'], 'default': False},
-                'allreduce_strategy': {
+                'telemetry_config': {'type': ['any', 'TelemetryConfig'], 'default': {'factory': 'TelemetryConfig'}},
+            },
+        },
+        'CudaGraphConfig': {
+            'bases': [],
+            'extra': 'forbid',
+            'fields': {
+                'batch_sizes': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
+                'max_batch_size': {'type': ['int'], 'default': 0, 'ge': 0},
+                'enable_padding': {'type': ['bool'], 'default': False},
+            },
+        },
+        'AttentionDpConfig': {
+            'bases': [],
+            'extra': 'forbid',
+            'fields': {
+                'enable_balance': {'type': ['bool'], 'default': False},
+                'timeout_iters': {'type': ['int'], 'default': 50},
+                'batching_wait_iters': {'type': ['int'], 'default': 10},
+                'enable_kv_cache_aware_routing': {'type': ['bool'], 'default': False},
+                'kv_cache_routing_load_balance_weight': {'type': ['float'], 'default': 1.0},
+            },
+        },
+        'MoeConfig': {
+            'bases': [],
+            'extra': 'forbid',
+            'fields': {
+                'backend': {
                     'type': [
-                        'union',
-                        [
-                            'literal',
-                            'AUTO',
-                            'NCCL',
-                            'UB',
-                            'MINLATENCY',
-                            'ONESHOT',
-                            'TWOSHOT',
-                            'LOWPRECISION',
-                            'MNNVL',
-                            'NCCL_SYMMETRIC',
-                        ],
-                        ['none'],
+                        'literal',
+                        'AUTO',
+                        'CUTLASS',
+                        'CUTEDSL',
+                        'WIDEEP',
+                        'TRTLLM',
+                        'DEEPGEMM',
+                        'DENSEGEMM',
+                        'VANILLA',
+                        'TRITON',
                     ],
                     'default': 'AUTO',
                 },
-                'checkpoint_loader': {'type': ['union', ['any'], ['none']], 'default': None},
-                'checkpoint_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'kv_connector_config': {
-                    'type': ['union', ['model', 'KvCacheConnectorConfig'], ['none']],
-                    'default': None,
-                },
-                'mm_encoder_only': {'type': ['bool'], 'default': False},
-                'ray_worker_extension_cls': {'type': ['union', ['str'], ['none']], 'default': None},
-                'ray_placement_config': {
-                    'type': ['union', ['model', 'RayPlacementConfig'], ['none']],
-                    'default': None,
-                },
-                'ray_worker_nsight_options': {
-                    'type': ['union', ['dict', ['str'], ['str']], ['none']],
-                    'default': None,
-                },
-                'sleep_config': {'type': ['union', ['model', 'SleepConfig'], ['none']], 'default': None},
-                'use_cute_dsl_blockscaling_mm': {'type': ['bool'], 'default': False},
-                'use_cute_dsl_blockscaling_bmm': {'type': ['bool'], 'default': False},
-                'disable_flashinfer_sampling': {'type': ['bool'], 'default': False},
-                'max_stats_len': {'type': ['int'], 'default': 1000},
-                'layer_wise_benchmarks_config': {
-                    'type': ['model', 'LayerwiseBenchmarksConfig'],
-                    'default': {'factory': 'LayerwiseBenchmarksConfig'},
-                },
-                'video_pruning_rate': {
-                    'type': ['union', ['float'], ['none']],
-                    'default': None,
-                    'ge': 0.0,
-                    'lt': 1.0,
-                },
+                'max_num_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
+                'load_balancer': {'type': ['union', ['any'], ['str'], ['none']], 'default': None},
+                'disable_finalize_fusion': {'type': ['bool'], 'default': False},
+                'use_low_precision_moe_combine': {'type': ['bool'], 'default': False},
             },
         },
-        'AutoDecodingConfig': {
+        'Nvfp4GemmConfig': {
+            'bases': [],
             'extra': 'forbid',
             'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {
-                    'type': ['union', ['str'], ['none']],
-                    'default': None,
-                    'aliases': ['speculative_model', 'speculative_model_dir'],
-                },
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {
-                    'type': ['union', ['float'], ['none']],
-                    'default': None,
-                    'ge': 0,
-                },
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'decoding_type': {'type': ['literal', 'AUTO'], 'default': 'AUTO'},
-            },
-            'pytorch': True,
-        },
-        'DraftTargetDecodingConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {
-                    'type': ['union', ['str'], ['none']],
-                    'default': None,
-                    'aliases': ['speculative_model', 'speculative_model_dir'],
-                },
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {
-                    'type': ['union', ['float'], ['none']],
-                    'default': None,
-                    'ge': 0,
-                },
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'decoding_type': {'type': ['literal', 'Draft_Target'], 'default': 'Draft_Target'},
-            },
-            'pytorch': True,
-        },
-        'Eagle3DecodingConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {
-                    'type': ['union', ['str'], ['none']],
-                    'default': None,
-                    'aliases': ['speculative_model', 'speculative_model_dir'],
-                },
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {
-                    'type': ['union', ['float'], ['none']],
-                    'default': None,
-                    'ge': 0,
-                },
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'decoding_type': {'type': ['literal', 'Eagle3'], 'default': 'Eagle3'},
-                'eagle_choices': {
-                    'type': ['union', ['list', ['list', ['int']]], ['none']],
-                    'default': None,
-                },
-                'greedy_sampling': {'type': ['union', ['bool'], ['none']], 'default': True},
-                'posterior_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
-                'use_dynamic_tree': {'type': ['union', ['bool'], ['none']], 'default': False},
-                'dynamic_tree_max_topK': {'type': ['union', ['int'], ['none']], 'default': None},
-                'num_eagle_layers': {'type': ['union', ['int'], ['none']], 'default': None},
-                'max_non_leaves_per_layer': {'type': ['union', ['int'], ['none']], 'default': None},
-                'eagle3_one_model': {'type': ['union', ['bool'], ['none']], 'default': True},
-                'eagle3_layers_to_capture': {
-                    'type': ['union', ['list', ['int']], ['none']],
-                    'default': None,
-                },
-                'eagle3_model_arch': {
-                    'type': ['literal', 'llama3', 'mistral_large3'],
-                    'default': 'llama3',
-                },
-                'max_batch_size': {'type': ['union', ['int'], ['none']], 'default': None},
-                'sa_config': {'type': ['union', ['model', 'SAEnhancerConfig'], ['none']], 'default': None},
-            },
-            'pytorch': True,
-        },
-        'EagleDecodingConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {
-                    'type': ['union', ['str'], ['none']],
-                    'default': None,
-                    'aliases': ['speculative_model', 'speculative_model_dir'],
-                },
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {
-                    'type': ['union', ['float'], ['none']],
-                    'default': None,
-                    'ge': 0,
-                },
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'decoding_type': {'type': ['literal', 'Eagle'], 'default': 'Eagle'},
-                'eagle_choices': {
-                    'type': ['union', ['list', ['list', ['int']]], ['none']],
-                    'default': None,
-                },
-                'greedy_sampling': {'type': ['union', ['bool'], ['none']], 'default': True},
-                'posterior_threshold': {'type': ['union', ['float'], ['none']], 'default': None},
-                'use_dynamic_tree': {'type': ['union', ['bool'], ['none']], 'default': False},
-                'dynamic_tree_max_topK': {'type': ['union', ['int'], ['none']], 'default': None},
-                'num_eagle_layers': {'type': ['union', ['int'], ['none']], 'default': None},
-                'max_non_leaves_per_layer': {'type': ['union', ['int'], ['none']], 'default': None},
-                'eagle3_one_model': {'type': ['union', ['bool'], ['none']], 'default': True},
-                'eagle3_layers_to_capture': {
-                    'type': ['union', ['list', ['int']], ['none']],
-                    'default': None,
-                },
-                'eagle3_model_arch': {'type': ['literal', 'llama3', 'mistral_large3'], 'default': 'llama3'},
-            },
-            'pytorch': True,
-        },
-        'LookaheadDecodingConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {
-                    'type': ['union', ['str'], ['none']],
-                    'default': None,
-                    'aliases': ['speculative_model', 'speculative_model_dir'],
-                },
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {
-                    'type': ['union', ['float'], ['none']],
-                    'default': None,
-                    'ge': 0,
-                },
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'decoding_type': {'type': ['literal', 'Lookahead'], 'default': 'Lookahead'},
-                'max_window_size': {
-                    'type': ['int'],
-                    'default': {
-                        'expr': (
-                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_window()'),
-                    },
-                    'gt': 0,
-                },
-                'max_ngram_size': {
-                    'type': ['int'],
-                    'default': {
-                        'expr': (
-                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_ngram()'),
-                    },
-                    'gt': 0,
-                },
-                'max_verification_set_size': {
-                    'type': ['int'],
-                    'default': {
-                        'expr': (
-                            '_LookaheadDecodingConfig.get_default_lookahead_decoding_verification_set()'),
-                    },
-                    'gt': 0,
-                },
-            },
-            'pytorch': False,
-        },
-        'MTPDecodingConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {
-                    'type': ['union', ['str'], ['none']],
-                    'default': None,
-                    'aliases': ['speculative_model', 'speculative_model_dir'],
-                },
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {
-                    'type': ['union', ['float'], ['none']],
-                    'default': None,
-                    'ge': 0,
-                },
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'decoding_type': {'type': ['literal', 'MTP'], 'default': 'MTP'},
-                'num_nextn_predict_layers': {'type': ['int'], 'default': 1, 'gt': 0},
-                'use_relaxed_acceptance_for_thinking': {'type': ['bool'], 'default': False},
-                'relaxed_topk': {'type': ['int'], 'default': 1},
-                'relaxed_delta': {'type': ['float'], 'default': 0.0},
-                'use_mtp_vanilla': {'type': ['bool'], 'default': False},
-                'mtp_eagle_one_model': {'type': ['bool'], 'default': True},
-                'sa_config': {'type': ['union', ['model', 'SAEnhancerConfig'], ['none']], 'default': None},
-                'num_nextn_predict_layers_from_model_config': {'type': ['int'], 'default': 1},
-                'begin_thinking_phase_token': {'type': ['int'], 'default': 128798},
-                'end_thinking_phase_token': {'type': ['int'], 'default': 128799},
-            },
-            'pytorch': True,
-        },
-        'MedusaDecodingConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {
-                    'type': ['union', ['str'], ['none']],
-                    'default': None,
-                    'aliases': ['speculative_model', 'speculative_model_dir'],
-                },
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {
-                    'type': ['union', ['float'], ['none']],
-                    'default': None,
-                    'ge': 0,
-                },
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'decoding_type': {'type': ['literal', 'Medusa'], 'default': 'Medusa'},
-                'medusa_choices': {
-                    'type': ['union', ['list', ['list', ['int']]], ['none']],
-                    'default': None,
-                },
-                'num_medusa_heads': {'type': ['union', ['int'], ['none']], 'default': None},
-            },
-            'pytorch': False,
-        },
-        'NGramDecodingConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {
-                    'type': ['union', ['str'], ['none']],
-                    'default': None,
-                    'aliases': ['speculative_model', 'speculative_model_dir'],
-                },
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {
-                    'type': ['union', ['float'], ['none']],
-                    'default': None,
-                    'ge': 0,
-                },
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'decoding_type': {'type': ['literal', 'NGram'], 'default': 'NGram'},
-                'max_matching_ngram_size': {'type': ['int'], 'default': 2, 'gt': 0},
-                'is_keep_all': {'type': ['bool'], 'default': True},
-                'is_use_oldest': {'type': ['bool'], 'default': True},
-                'is_public_pool': {'type': ['bool'], 'default': True},
-            },
-            'pytorch': True,
-        },
-        'PARDDecodingConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {
-                    'type': ['union', ['str'], ['none']],
-                    'default': None,
-                    'aliases': ['speculative_model', 'speculative_model_dir'],
-                },
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {
-                    'type': ['union', ['float'], ['none']],
-                    'default': None,
-                    'ge': 0,
-                },
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'mask_token_id': {'type': ['union', ['int'], ['none']], 'default': None},
-                'decoding_type': {'type': ['literal', 'PARD'], 'default': 'PARD'},
-                'sa_config': {'type': ['union', ['model', 'SAEnhancerConfig'], ['none']], 'default': None},
-            },
-            'pytorch': True,
-        },
-        'SADecodingConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'speculative_model': {
-                    'type': ['union', ['str'], ['none']],
-                    'default': None,
-                    'aliases': ['speculative_model', 'speculative_model_dir'],
-                },
-                'max_concurrency': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-                'draft_len_schedule': {
-                    'type': ['union', ['dict', ['int'], ['int']], ['none']],
-                    'default': None,
-                },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
-                'acceptance_length_threshold': {
-                    'type': ['union', ['float'], ['none']],
-                    'default': None,
-                    'ge': 0,
-                },
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'decoding_type': {'type': ['literal', 'SA'], 'default': 'SA'},
-                'max_matching_ngram_size': {'type': ['int'], 'default': -1},
-                'enable_global_pool': {'type': ['bool'], 'default': False},
-                'global_pool_size': {'type': ['union', ['int'], ['none']], 'default': None, 'gt': 0},
-            },
-            'pytorch': True,
-        },
-        'SaveHiddenStatesDecodingConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'max_draft_len': {
-                    'type': ['union', ['int'], ['none']],
-                    'default': None,
-                    'ge': 0,
-                },
-                'max_total_draft_tokens': {'type': ['union', ['int'], ['none']], 'default': 1},
-                'speculative_model': {
-                    'type': ['union', ['str'], ['none']],
-                    'default': None,
-                    'aliases': [
-                        'speculative_model',
-                        'speculative_model_dir',
-                    ],
-                },
-                'max_concurrency': {
-                    'type': ['union', ['int'], ['none']],
-                    'default': None,
-                    'gt': 0,
-                },
-                'draft_len_schedule': {
+                'allowed_backends': {
                     'type': [
-                        'union',
-                        ['dict', ['int'], ['int']],
-                        ['none'],
+                        'list',
+                        ['literal', 'cutlass', 'cublaslt', 'cutedsl', 'cuda_core'],
                     ],
-                    'default': None,
+                    'default': {'factory': "lambda: ['cutlass', 'cublaslt', 'cuda_core']"},
+                    'min_length': 1,
                 },
-                'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {
-                    'type': ['union', ['int'], ['none']],
-                    'default': None,
-                    'ge': 0,
-                },
-                'acceptance_length_threshold': {
-                    'type': ['union', ['float'], ['none']],
-                    'default': None,
-                    'ge': 0,
-                },
-                'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'decoding_type': {'type': ['literal', 'SaveState'], 'default': 'SaveState'},
-                'output_directory': {'type': ['str'], 'required': True},
-                'write_interval': {'type': ['int'], 'default': 20},
-                'file_prefix': {'type': ['str'], 'default': 'data'},
-                'eagle3_layers_to_capture': {
-                    'type': ['union', ['list', ['int']], ['none']],
-                    'default': None,
-                },
-                'eagle_choices': {
+            },
+        },
+        'DwdpConfig': {
+            'bases': [],
+            'extra': 'forbid',
+            'fields': {
+                'dwdp_size': {'type': ['int'], 'default': 1},
+                'num_groups': {'type': ['int'], 'default': 1},
+                'num_experts_per_worker': {'type': ['int'], 'default': 0},
+                'num_prefetch_experts': {'type': ['int'], 'default': 0},
+                'contention_opt': {'type': ['bool'], 'default': False},
+            },
+        },
+        'TorchCompileConfig': {
+            'bases': [],
+            'extra': 'forbid',
+            'fields': {
+                'enable_fullgraph': {'type': ['bool'], 'default': True},
+                'enable_inductor': {'type': ['bool'], 'default': False},
+                'enable_piecewise_cuda_graph': {'type': ['bool'], 'default': False},
+                'capture_num_tokens': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
+                'enable_userbuffers': {'type': ['bool'], 'default': True},
+                'max_num_streams': {'type': ['int'], 'default': 1, 'gt': 0},
+            },
+        },
+        'KvCacheConnectorConfig': {
+            'bases': [],
+            'extra': 'forbid',
+            'fields': {
+                'connector': {'type': ['union', ['str'], ['none']], 'default': None},
+                'connector_module': {'type': ['union', ['str'], ['none']], 'default': None},
+                'connector_scheduler_class': {'type': ['union', ['str'], ['none']], 'default': None},
+                'connector_worker_class': {'type': ['union', ['str'], ['none']], 'default': None},
+                'server_url': {'type': ['union', ['str'], ['none']], 'default': None},
+            },
+        },
+        'RayPlacementConfig': {
+            'bases': [],
+            'extra': 'forbid',
+            'fields': {
+                'defer_workers_init': {'type': ['bool'], 'default': False},
+                'placement_groups': {'type': ['union', ['list', ['any']], ['none']], 'default': None},
+                'placement_bundle_indices': {
                     'type': ['union', ['list', ['list', ['int']]], ['none']],
                     'default': None,
                 },
+                'per_worker_gpu_share': {'type': ['union', ['float'], ['none']], 'default': None},
             },
-            'pytorch': True,
         },
-        'UserProvidedDecodingConfig': {
+        'SleepConfig': {
+            'bases': [],
+            'extra': 'forbid',
+            'fields': {
+                'restore_modes': {
+                    'type': [
+                        'dict',
+                        ['enum', 'ExecutorMemoryType'],
+                        [
+                            'union',
+                            ['literal', 'NONE', 'MEMSET', 'CPU', 'PINNED'],
+                            ['any', '_VirtualMemoryRestoreMode'],
+                        ],
+                    ],
+                    'default': {'factory': 'lambda: SleepConfig._make_defaulted_restore_modes()'},
+                },
+            },
+        },
+        'LayerwiseBenchmarksConfig': {
+            'bases': [],
+            'extra': 'forbid',
+            'fields': {
+                'calibration_mode': {
+                    'type': ['literal', 'NONE', 'MARK', 'COLLECT'],
+                    'default': 'NONE',
+                },
+                'calibration_file_path': {'type': ['union', ['str'], ['none']], 'default': None},
+                'calibration_layer_indices': {
+                    'type': ['union', ['list', ['int']], ['none']],
+                    'default': None,
+                },
+            },
+        },
+        'DecodingBaseConfig': {
+            'bases': [],
             'extra': 'forbid',
             'fields': {
                 'max_draft_len': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
@@ -650,24 +552,26 @@ TABLE = {
                     'default': None,
                 },
                 'load_format': {'type': ['union', ['str'], ['none']], 'default': None},
-                'acceptance_window': {
-                    'type': ['union', ['int'], ['none']],
-                    'default': None,
-                    'ge': 0,
-                },
+                'acceptance_window': {'type': ['union', ['int'], ['none']], 'default': None, 'ge': 0},
                 'acceptance_length_threshold': {
                     'type': ['union', ['float'], ['none']],
                     'default': None,
                     'ge': 0,
                 },
                 'allow_advanced_sampling': {'type': ['bool'], 'default': False},
-                'decoding_type': {'type': ['literal', 'User_Provided'], 'default': 'User_Provided'},
-                'drafter': {'type': ['any'], 'required': True},
-                'resource_manager': {'type': ['any'], 'default': None},
             },
             'pytorch': True,
+        },
+        'SAEnhancerConfig': {
+            'bases': [],
+            'extra': 'forbid',
+            'fields': {
+                'threshold': {'type': ['int'], 'default': 4, 'gt': 0},
+                'enable_global_pool': {'type': ['bool'], 'default': False},
+            },
         },
         'CpConfig': {
+            'bases': [],
             'extra': 'forbid',
             'fields': {
                 'cp_type': {'type': ['any', 'CpType'], 'default': {'expr': 'CpType.ULYSSES'}},
@@ -679,6 +583,7 @@ TABLE = {
             },
         },
         'KvCacheConfig': {
+            'bases': [],
             'extra': 'forbid',
             'fields': {
                 'enable_block_reuse': {'type': ['bool'], 'default': True},
@@ -718,6 +623,7 @@ TABLE = {
             },
         },
         'PeftCacheConfig': {
+            'bases': [],
             'extra': 'forbid',
             'fields': {
                 'num_host_module_layer': {'type': ['int'], 'default': 0},
@@ -735,6 +641,7 @@ TABLE = {
             },
         },
         'SchedulerConfig': {
+            'bases': [],
             'extra': 'forbid',
             'fields': {
                 'capacity_scheduler_policy': {
@@ -760,6 +667,7 @@ TABLE = {
             },
         },
         'CacheTransceiverConfig': {
+            'bases': [],
             'extra': 'forbid',
             'fields': {
                 'backend': {
@@ -788,10 +696,10 @@ TABLE = {
             },
         },
         'RocketSparseAttentionConfig': {
+            'bases': ['BaseSparseAttentionConfig'],
             'extra': 'forbid',
             'fields': {
                 'algorithm': {'type': ['literal', 'rocket'], 'default': 'rocket'},
-                'seq_len_threshold': {'type': ['union', ['int'], ['none']], 'default': None},
                 'window_size': {'type': ['union', ['int'], ['none']], 'default': 32},
                 'kernel_size': {'type': ['union', ['int'], ['none']], 'default': 63},
                 'topr': {'type': ['union', ['int'], ['float'], ['none']], 'default': 128},
@@ -802,10 +710,10 @@ TABLE = {
             },
         },
         'DeepSeekSparseAttentionConfig': {
+            'bases': ['BaseSparseAttentionConfig'],
             'extra': 'forbid',
             'fields': {
                 'algorithm': {'type': ['literal', 'dsa'], 'default': 'dsa'},
-                'seq_len_threshold': {'type': ['union', ['int'], ['none']], 'default': None},
                 'index_n_heads': {'type': ['union', ['int'], ['none']], 'default': None},
                 'index_head_dim': {'type': ['union', ['int'], ['none']], 'default': None},
                 'index_topk': {'type': ['union', ['int'], ['none']], 'default': None},
@@ -818,10 +726,10 @@ TABLE = {
             },
         },
         'SkipSoftmaxAttentionConfig': {
+            'bases': ['BaseSparseAttentionConfig'],
             'extra': 'forbid',
             'fields': {
                 'algorithm': {'type': ['literal', 'skip_softmax'], 'default': 'skip_softmax'},
-                'seq_len_threshold': {'type': ['union', ['int'], ['none']], 'default': None},
                 'threshold_scale_factor': {
                     'type': [
                         'union',
@@ -843,6 +751,7 @@ TABLE = {
             },
         },
         'PrometheusMetricsConfig': {
+            'bases': [],
             'extra': 'forbid',
             'fields': {
                 'e2e_request_latency_buckets': {
@@ -875,148 +784,21 @@ TABLE = {
                 },
             },
         },
-        'CudaGraphConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'batch_sizes': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
-                'max_batch_size': {'type': ['int'], 'default': 0, 'ge': 0},
-                'enable_padding': {'type': ['bool'], 'default': False},
-            },
-        },
-        'AttentionDpConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'enable_balance': {'type': ['bool'], 'default': False},
-                'timeout_iters': {'type': ['int'], 'default': 50},
-                'batching_wait_iters': {'type': ['int'], 'default': 10},
-                'enable_kv_cache_aware_routing': {'type': ['bool'], 'default': False},
-                'kv_cache_routing_load_balance_weight': {'type': ['float'], 'default': 1.0},
-            },
-        },
-        'MoeConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'backend': {
-                    'type': [
-                        'literal',
-                        'AUTO',
-                        'CUTLASS',
-                        'CUTEDSL',
-                        'WIDEEP',
-                        'TRTLLM',
-                        'DEEPGEMM',
-                        'DENSEGEMM',
-                        'VANILLA',
-                        'TRITON',
-                    ],
-                    'default': 'AUTO',
-                },
-                'max_num_tokens': {'type': ['union', ['int'], ['none']], 'default': None},
-                'load_balancer': {'type': ['union', ['any'], ['str'], ['none']], 'default': None},
-                'disable_finalize_fusion': {'type': ['bool'], 'default': False},
-                'use_low_precision_moe_combine': {'type': ['bool'], 'default': False},
-            },
-        },
-        'Nvfp4GemmConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'allowed_backends': {
-                    'type': [
-                        'list',
-                        ['literal', 'cutlass', 'cublaslt', 'cutedsl', 'cuda_core'],
-                    ],
-                    'default': {'factory': "lambda: ['cutlass', 'cublaslt', 'cuda_core']"},
-                    'min_length': 1,
-                },
-            },
-        },
-        'DwdpConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'dwdp_size': {'type': ['int'], 'default': 1},
-                'num_groups': {'type': ['int'], 'default': 1},
-                'num_experts_per_worker': {'type': ['int'], 'default': 0},
-                'num_prefetch_experts': {'type': ['int'], 'default': 0},
-                'contention_opt': {'type': ['bool'], 'default': False},
-            },
-        },
-        'TorchCompileConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'enable_fullgraph': {'type': ['bool'], 'default': True},
-                'enable_inductor': {'type': ['bool'], 'default': False},
-                'enable_piecewise_cuda_graph': {'type': ['bool'], 'default': False},
-                'capture_num_tokens': {'type': ['union', ['list', ['int']], ['none']], 'default': None},
-                'enable_userbuffers': {'type': ['bool'], 'default': True},
-                'max_num_streams': {'type': ['int'], 'default': 1, 'gt': 0},
-            },
-        },
-        'KvCacheConnectorConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'connector': {'type': ['union', ['str'], ['none']], 'default': None},
-                'connector_module': {'type': ['union', ['str'], ['none']], 'default': None},
-                'connector_scheduler_class': {'type': ['union', ['str'], ['none']], 'default': None},
-                'connector_worker_class': {'type': ['union', ['str'], ['none']], 'default': None},
-                'server_url': {'type': ['union', ['str'], ['none']], 'default': None},
-            },
-        },
-        'RayPlacementConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'defer_workers_init': {'type': ['bool'], 'default': False},
-                'placement_groups': {'type': ['union', ['list', ['any']], ['none']], 'default': None},
-                'placement_bundle_indices': {
-                    'type': ['union', ['list', ['list', ['int']]], ['none']],
-                    'default': None,
-                },
-                'per_worker_gpu_share': {'type': ['union', ['float'], ['none']], 'default': None},
-            },
-        },
-        'SleepConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'restore_modes': {
-                    'type': [
-                        'dict',
-                        ['enum', 'ExecutorMemoryType'],
-                        [
-                            'union',
-                            ['literal', 'NONE', 'MEMSET', 'CPU', 'PINNED'],
-                            ['any', '_VirtualMemoryRestoreMode'],
-                        ],
-                    ],
-                    'default': {'factory': 'lambda: SleepConfig._make_defaulted_restore_modes()'},
-                },
-            },
-        },
-        'LayerwiseBenchmarksConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'calibration_mode': {
-                    'type': ['literal', 'NONE', 'MARK', 'COLLECT'],
-                    'default': 'NONE',
-                },
-                'calibration_file_path': {'type': ['union', ['str'], ['none']], 'default': None},
-                'calibration_layer_indices': {
-                    'type': ['union', ['list', ['int']], ['none']],
-                    'default': None,
-                },
-            },
-        },
-        'SAEnhancerConfig': {
-            'extra': 'forbid',
-            'fields': {
-                'threshold': {'type': ['int'], 'default': 4, 'gt': 0},
-                'enable_global_pool': {'type': ['bool'], 'default': False},
-            },
-        },
         'DynamicBatchConfig': {
+            'bases': [],
             'extra': 'forbid',
             'fields': {
                 'enable_batch_size_tuning': {'type': ['bool'], 'default': True},
                 'enable_max_num_tokens_tuning': {'type': ['bool'], 'default': False},
                 'dynamic_batch_moving_average_window': {'type': ['int'], 'default': 128},
+            },
+        },
+        'BaseSparseAttentionConfig': {
+            'bases': [],
+            'extra': 'forbid',
+            'fields': {
+                'algorithm': {'type': ['str'], 'required': True},
+                'seq_len_threshold': {'type': ['union', ['int'], ['none']], 'default': None},
             },
         },
     },

@@ -119,7 +119,9 @@ def test_fields_types_defaults_bounds_and_extra(table):
 
 
 def test_inheritance_order_redefinition_and_required(table):
-    top = table["models"]["TorchLlmArgs"]["fields"]
+    assert table["models"]["TorchLlmArgs"]["bases"] == ["BaseArgs"]
+    assert list(table["models"]["TorchLlmArgs"]["fields"]) == ["speculative_config", "size", "policy", "schedule", "helper"]
+    top = gen.resolved_fields(table, "TorchLlmArgs")
     assert list(top) == ["model", "paint", "loose", "size", "speculative_config", "policy", "schedule", "helper"]
     assert top["model"] == {"type": ["str"], "required": True}
     assert top["size"]["gt"] == 0 and top["size"]["default"] == 4
@@ -127,13 +129,15 @@ def test_inheritance_order_redefinition_and_required(table):
     assert top["schedule"]["type"] == ["union", ["dict", ["int"], ["int"]], ["none"]]
     assert top["helper"]["type"] == ["union", ["any", "SomethingImported"], ["none"]]
     assert table["models"]["FastDecoding"]["fields"]["width"]["required"] is True
+    assert "max_len" not in table["models"]["FastDecoding"]["fields"]  # inherited, kept once on BaseDecoding
+    assert "max_len" in gen.resolved_fields(table, "FastDecoding")
 
 
 def test_decoding_types_aliases_and_backends(table):
     assert table["decoding_tags"] == {"Fast": "FastDecoding", "Slow_Tag": "SlowDecoding"}
     assert table["decoding_dispatch"] == {"Fast": "FastDecoding", "Slow": "SlowDecoding"}
     slow = table["models"]["SlowDecoding"]
-    assert slow["fields"]["model"]["aliases"] == ["model", "model_dir"]
+    assert gen.resolved_fields(table, "SlowDecoding")["model"]["aliases"] == ["model", "model_dir"]
     assert slow["fields"]["depth"]["type"] == ["enum", "Mode"]  # a forward reference in quotes
     assert slow["pytorch"] is True
     assert table["models"]["FastDecoding"]["pytorch"] is False
@@ -170,7 +174,7 @@ def test_command_line_reports_what_it_wrote_and_refuses_other_files(tmp_path):
     proc = subprocess.run([sys.executable, tool, "9.9.9", "--source", str(source), "--out-dir", str(tmp_path)],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
-    assert "_trtllm_release_9_9_9.py: 5 models, 2 enums, 3 decoding types" in proc.stdout
+    assert "_trtllm_release_9_9_9.py: 8 models, 2 enums, 3 decoding types" in proc.stdout
     other = tmp_path / "other.py"
     other.write_text("x = 1\n", encoding="utf-8")
     proc = subprocess.run([sys.executable, tool, "9.9.9", "--source", str(other), "--out-dir", str(tmp_path)],
