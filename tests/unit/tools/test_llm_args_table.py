@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -206,3 +207,19 @@ def test_compare_lists_what_a_release_adds_drops_and_changes(tmp_path, table):
     with open(gen.output_path("9.9.9", str(tmp_path)), "w", encoding="utf-8") as handle:
         handle.write(gen.module_text(table))
     assert gen.load_table("9.9.9", str(tmp_path)) == table
+
+
+def test_an_installed_package_is_read_without_importing_it(tmp_path):
+    package = tmp_path / "site" / "tensorrt_llm"
+    (package / "llmapi").mkdir(parents=True)
+    # Importing this package would fail: the tool must only find and read it.
+    (package / "__init__.py").write_text("raise ImportError('no GPU here')\n", encoding="utf-8")
+    (package / "llmapi" / "llm_args.py").write_text(SOURCE, encoding="utf-8")
+    tool = os.path.join(ROOT, "tools", "llm_args_table.py")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "site"))
+    proc = subprocess.run([sys.executable, tool, "9.9.9", "--package", "--json"], capture_output=True, text=True,
+                          check=False, env=env)
+    assert proc.returncode == 0, proc.stderr
+    table = json.loads(proc.stdout)
+    assert table["source"].startswith("installed package ") and table["source"].endswith("llm_args.py")
+    assert "PaintConfig" in table["models"]
