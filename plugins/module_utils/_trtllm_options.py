@@ -126,8 +126,7 @@ RELEASES = {
 
 SUPPORTED_VERSIONS = tuple(RELEASES)
 # Releases seen in use with no readable schema yet (README: "Adding a TensorRT-LLM release").
-KNOWN_UNSUPPORTED = {"1.4.0rc1": "its llm_args.py could not be read here (no published source page); "
-                                 "generate its table with tools/llm_args_table.py --image or --package"}
+KNOWN_UNSUPPORTED = {"1.4.0rc1": "no source of its llm_args.py could be read when this collection was released"}
 
 # Keys that older releases or blog posts used and that no supported release accepts.
 RENAMED_KEYS = {
@@ -356,8 +355,8 @@ class _Validator:
             self.error(path, self.type_message(value, kind, field))
             return value
         if typed is not value and not (isinstance(typed, type(value)) and typed == value):
-            self.warnings.append("%s: %s read as %s, as TensorRT-LLM %s's pydantic models do; the file says %s"
-                                 % (path, _show(value), _show(typed), self.version, _show(typed)))
+            self.warnings.append("%s: %s (%s) is written as %s, the value TensorRT-LLM %s's pydantic models read from it"
+                                 % (path, _show(value), _type_name(value), _show(typed), self.version))
         if head == "float" and not math.isfinite(typed):
             self.error(path, "%s must be a finite number" % _show(value))
         elif head in ("int", "float"):
