@@ -307,20 +307,6 @@ class Module:
             fields[field_name] = spec
         return fields
 
-    def fields(self, name, seen=None):
-        """Fields in pydantic's order: inherited ones first (from the last base to the first), then the class's own."""
-        seen = seen or set()
-        out = {}
-        if name not in self.classes or name in seen:
-            return out
-        seen.add(name)
-        for base in reversed(self.bases(name)):
-            for key, spec in self.fields(base, seen).items():
-                out[key] = spec
-        for key, spec in self.own_fields(name).items():
-            out[key] = spec  # a redefinition replaces the inherited field and keeps its position
-        return out
-
     def supports_pytorch(self, name, seen=None):
         """What the class's ``supports_backend(backend)`` returns for "pytorch" (None: no such method)."""
         seen = seen or set()

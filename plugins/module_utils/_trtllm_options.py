@@ -266,6 +266,17 @@ def _coerce(kind, value):
 # Validation
 # ---------------------------------------------------------------------------
 
+def _fields(models, name, cache):
+    """A model's fields with the inherited ones (the tables keep each class's own fields and its bases)."""
+    if name not in cache:
+        out = {}
+        for base in reversed(models[name].get("bases", ())):
+            out.update(_fields(models, base, cache))
+        out.update(models[name]["fields"])
+        cache[name] = out
+    return cache[name]
+
+
 class _Validator:
     def __init__(self, version, backend):
         if version not in RELEASES:
@@ -273,7 +284,11 @@ class _Validator:
         self.version = version
         self.backend = backend
         self.table = RELEASES[version]["table"]
-        self.before = RELEASES[version].get("before")
+        # The release before a proxied one (1.3.0rc12): its top-level keys, read once.
+        before = RELEASES[version].get("before")
+        self.before = None
+        if before:
+            self.before = {"release": before["release"], "keys": set(_fields(before["models"], before["root"], {}))}
         self.rules = RELEASES[version]["rules"]
         self.models = self.table["models"]
         self.resolved = {}
@@ -282,14 +297,7 @@ class _Validator:
         self.coerce = True  # pydantic's lax mode; off inside a class the release fills without validation
 
     def fields(self, model):
-        """The model's fields with the inherited ones (the tables keep each class's own fields and its bases)."""
-        if model not in self.resolved:
-            out = {}
-            for base in reversed(self.models[model].get("bases", ())):
-                out.update(self.fields(base))
-            out.update(self.models[model]["fields"])
-            self.resolved[model] = out
-        return self.resolved[model]
+        return _fields(self.models, model, self.resolved)
 
     def error(self, path, message):
         self.errors.append("%s: %s" % (path or "(top level)", message))
@@ -486,9 +494,7 @@ class _Validator:
         return out
 
     def check_before(self, key):
-        before = _Validator.__new__(_Validator)
-        before.models, before.resolved = self.before["models"], {}
-        if key not in before.fields(self.before["root"]):
+        if key not in self.before["keys"]:
             self.warnings.append("%s: TensorRT-LLM %s's table is %s's (no %s source page is published) and %s "
                                  "has no %s; check that %s accepts it"
                                  % (key, self.version, self.table["release"], self.version,
