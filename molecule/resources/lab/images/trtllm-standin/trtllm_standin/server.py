@@ -62,7 +62,11 @@ class Engine:
             time.sleep(seconds * self.time_scale)
 
     def step_seconds(self, active):
-        penalty = self.overlap_penalty * (1.0 + 0.08 * max(0, active - 1))
+        batching = 1.0 + 0.08 * max(0, active - 1)
+        measured = self.spec.step_ms()
+        if measured is not None:  # a measured profile (STANDIN_SPEC_PROFILE) is the step itself: T + d*D + d*V
+            return batching * measured / 1000.0
+        penalty = self.overlap_penalty * batching
         if self.cuda_graph_max_bs is None or active > self.cuda_graph_max_bs:
             penalty *= 1.25
         return penalty * self.spec.step_cost() / self.base_tps
@@ -193,7 +197,10 @@ class Engine:
                 },
             }
             if self.spec.enabled:
-                draft_ms = latency_ms * self.spec.cost * self.spec.draft_len / self.spec.step_cost()
+                if self.spec.measured:
+                    draft_ms = self.spec.draft_len * self.spec.measured["draft_token_ms"]
+                else:
+                    draft_ms = latency_ms * self.spec.cost * self.spec.draft_len / self.spec.step_cost()
                 entry["specDecodingStats"] = {
                     "numDraftTokens": drafted,
                     "numAcceptedTokens": accepted,

@@ -14,9 +14,17 @@ Model (documented in the lab README):
   Draft-Target (0.70, 0.85, 0.25) -> optimum K=2; NGram (0.45, 0.80, 0.02); MTP (0.85, 0.80, 0.15).
   Each request draws acceptances from a PRNG seeded by (model, prompt, max_tokens, K, type), so a
   run is reproducible. The text depends only on (model, prompt, max_tokens).
+
+A measured profile replaces that model when STANDIN_SPEC_PROFILE holds one (the lab passes the JSON file
+named by SPARK_LAB_SPEC_PROFILE on the host):
+  {"acceptance": [a1, a2, ...], "target_step_ms": T, "draft_token_ms": D, "verify_token_ms": V, "seed": S}
+  a_k = P(draft token k accepted | tokens 1..k-1 were), 0 beyond the list; one step with draft length d
+  takes T + d*D + d*V ms (the plain model: T); acceptances are drawn from a PRNG seeded by S too.
 """
 
 import hashlib
+import json
+import os
 import random
 import re
 
@@ -87,10 +95,27 @@ def render(words):
     return (" " + " ".join(words)) if words else ""
 
 
+def measured_profile():
+    """The profile of STANDIN_SPEC_PROFILE (JSON), checked; None when unset."""
+    text = os.environ.get("STANDIN_SPEC_PROFILE", "").strip()
+    if not text:
+        return None
+    data = json.loads(text)
+    acceptance = [float(a) for a in data["acceptance"]]
+    if not all(0.0 <= a <= 1.0 for a in acceptance):
+        raise ValueError("STANDIN_SPEC_PROFILE: acceptance values must be between 0 and 1: %r" % acceptance)
+    times = [float(data[k]) for k in ("target_step_ms", "draft_token_ms", "verify_token_ms")]
+    if times[0] <= 0 or min(times) < 0:
+        raise ValueError("STANDIN_SPEC_PROFILE: target_step_ms must be > 0 and the other times >= 0")
+    return {"acceptance": acceptance, "target_step_ms": times[0], "draft_token_ms": times[1],
+            "verify_token_ms": times[2], "seed": data.get("seed", 0)}
+
+
 class SpecProfile:
     """Speculative-decoding parameters of a server, from the normalized options."""
 
     def __init__(self, spec_config):
+        self.measured = measured_profile()
         self.enabled = bool(spec_config)
         self.decoding_type = None
         self.klass = None
@@ -111,6 +136,9 @@ class SpecProfile:
         self.draft_len = int(draft_len) if isinstance(draft_len, (int, float)) else 0
 
     def alphas(self, temperature=0.0):
+        if self.measured:
+            listed = self.measured["acceptance"]
+            return [listed[k] if k < len(listed) else 0.0 for k in range(self.draft_len)]
         scale = max(0.5, 1.0 - 0.15 * float(temperature or 0.0))
         return [min(1.0, self.a0 * self.decay ** (k - 1) * scale) for k in range(1, self.draft_len + 1)]
 
@@ -124,13 +152,21 @@ class SpecProfile:
     def step_cost(self):
         return 1.0 + self.cost * self.draft_len
 
+    def step_ms(self):
+        """One decoding step of a measured profile, in ms: T + d*D + d*V (None without one)."""
+        if not self.measured:
+            return None
+        per_token = self.measured["draft_token_ms"] + self.measured["verify_token_ms"]
+        return self.measured["target_step_ms"] + self.draft_len * per_token
+
     def speedup(self, temperature=0.0):
         return self.expected_tokens_per_step(temperature) / self.step_cost()
 
 
 def simulate_steps(profile, model, prompt, max_tokens, n_tokens, temperature=0.0):
     """List of (tokens produced, draft tokens, accepted draft tokens) per target step."""
-    rng = random.Random(_seed("accept", model, prompt, max_tokens, profile.draft_len, profile.decoding_type))
+    rng = random.Random(_seed("accept", model, prompt, max_tokens, profile.draft_len, profile.decoding_type,
+                              profile.measured["seed"] if profile.measured else ""))
     alphas = profile.alphas(temperature) if profile.enabled else []
     steps = []
     produced = 0
