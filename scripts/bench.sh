@@ -3,7 +3,8 @@
 # run the two-Spark playbook twice and report the first converge, the no-op re-run (which must
 # change nothing) and the tasks per host. Then, on a fresh fleet (2 pairs + 1 single, prefix
 # bench-fleet-), playbooks/fleet.yml: its first converge, and its no-op re-run both directly and
-# through ansible-runner in the EE (make ee first). The figures go to build/bench.json.
+# through ansible-runner in the EE (make ee first). Last, the draft-length tuner against a full sweep on
+# held-out profiles. The figures go to build/bench.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SPARK_LAB_PREFIX=${SPARK_LAB_PREFIX:-bench-}
@@ -81,4 +82,23 @@ print("fleet (2 pairs + 1 single) first converge: %.1f s = %.2fx one pair's %.1f
 print("fleet no-op re-run: %.1f s with ansible-playbook, %.1f s through ansible-runner in the EE (changed=%d)"
       % (fleet_noop, ee["seconds"], result["ee_run_changed"]))
 print("written: build/bench.json")
+PY
+
+# The draft-length tuner against a full sweep, on three held-out acceptance and cost profiles
+# (tests/tune/tune_lab.py, a lab instance of its own): restarts used and the choice's share of the best.
+python tests/tune/tune_lab.py long-draft short-draft loses >build/bench-tune.json
+python3 - <<'PY'
+import json
+with open("build/bench.json", encoding="utf-8") as handle:
+    result = json.load(handle)
+with open("build/bench-tune.json", encoding="utf-8") as handle:
+    result["tune"] = json.load(handle)
+with open("build/bench.json", "w", encoding="utf-8") as handle:
+    json.dump(result, handle, indent=2)
+    handle.write("\n")
+for row in result["tune"]:
+    print("tune %-11s: %d restart(s) (a full sweep: %d), chose %s (the sweep: %s), %.1f%% of the sweep's best; "
+          "%.0f s against %.0f s" % (row["profile"], row["tuner_restarts"], row["sweep_restarts"], row["tuner_choice"],
+                                     row["sweep_choice"], 100 * row["share_of_best"], row["tuner_seconds"],
+                                     row["sweep_seconds"]))
 PY

@@ -5,7 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-STAGES=${STAGES:-"unit lint sanity lab netplan molecule-single molecule-two ee fleet"}
+STAGES=${STAGES:-"unit lint sanity lab netplan molecule-single molecule-two tune ee fleet"}
 mkdir -p build/test-logs
 passed=0
 failed=0
@@ -21,6 +21,7 @@ stage_cmd() {
     molecule-single) molecule test -s single_spark ;;
     molecule-two) molecule test -s two_spark ;;
     ee) scripts/ee.sh ;;
+    tune) python -m pytest tests/tune -q -p no:cacheprovider ;;
     fleet) python -m pytest tests/fleet -q -p no:cacheprovider ;;
     *) echo "unknown stage $1" >&2; return 2 ;;
   esac

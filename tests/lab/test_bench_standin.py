@@ -45,8 +45,9 @@ def test_plain_model_steps_take_the_target_step(profiled_env, tmp_path):
 def test_speculative_steps_follow_the_profile(profiled_env, tmp_path):
     hf_download(profiled_env, MODEL)
     draft = hf_download(profiled_env, DRAFT, "--local-dir", str(tmp_path / "draft"))
-    options = write_yaml(tmp_path / "o.yml", "enable_iter_perf_stats: true\nspeculative_config:\n  decoding_type: Eagle\n"
-                                              "  max_draft_len: 3\n  speculative_model_dir: %s\n" % draft)
+    text = ("enable_iter_perf_stats: true\nspeculative_config:\n  decoding_type: Eagle\n  max_draft_len: 3\n"
+            "  speculative_model_dir: %s\n" % draft)
+    options = write_yaml(tmp_path / "o.yml", text)
     with running_server(profiled_env, [MODEL, "--extra_llm_api_options", options], tmp_path) as server:
         result = bench(server)
     # T + d*D + d*V = 4 + 3*0.5 + 3*0.25 ms
