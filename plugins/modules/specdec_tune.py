@@ -122,6 +122,7 @@ files:
   elements: str
 """
 
+import io
 import json
 import os
 import tempfile
@@ -269,7 +270,6 @@ def plots(doc):
 
 
 def _png(figure):
-    import io  # pylint: disable=import-outside-toplevel
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})
     pyplot.close(figure)
