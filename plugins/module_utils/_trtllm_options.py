@@ -266,6 +266,13 @@ def _coerce(kind, value):
 # Validation
 # ---------------------------------------------------------------------------
 
+def _release(version):
+    """The release's table and rules, or OptionsError naming the known releases and how to add one."""
+    if version not in RELEASES:
+        raise OptionsError([unknown_release_message(version)], version)
+    return RELEASES[version]
+
+
 def _fields(models, name, cache):
     """A model's fields with the inherited ones (the tables keep each class's own fields and its bases)."""
     if name not in cache:
@@ -279,17 +286,16 @@ def _fields(models, name, cache):
 
 class _Validator:
     def __init__(self, version, backend):
-        if version not in RELEASES:
-            raise OptionsError([unknown_release_message(version)], version)
+        release = _release(version)
         self.version = version
         self.backend = backend
-        self.table = RELEASES[version]["table"]
+        self.table = release["table"]
         # The release before a proxied one (1.3.0rc12): its top-level keys, read once.
-        before = RELEASES[version].get("before")
+        before = release.get("before")
         self.before = None
         if before:
             self.before = {"release": before["release"], "keys": set(_fields(before["models"], before["root"], {}))}
-        self.rules = RELEASES[version]["rules"]
+        self.rules = release["rules"]
         self.models = self.table["models"]
         self.resolved = {}
         self.errors = []
@@ -402,8 +408,8 @@ class _Validator:
         # exact type, hence the first pass without coercion).
         for coerce in (False, True):
             for member in candidates:
-                trial = _Validator.__new__(_Validator)
-                trial.__dict__.update(self.__dict__, errors=[], warnings=[], coerce=coerce and self.coerce)
+                trial = copy.copy(self)  # same release and rules, its own errors and warnings
+                trial.errors, trial.warnings, trial.coerce = [], [], coerce and self.coerce
                 result = trial.check_value(path, value, member, field)
                 if not trial.errors:
                     self.warnings.extend(trial.warnings)
@@ -748,9 +754,7 @@ def speculative_config(method, version=DEFAULT_VERSION, draft_model=None, max_dr
         raise OptionsError(["method: '%s' is not one of %s" % (method, ", ".join(METHODS))], version)
     if method == "none":
         return None
-    if version not in RELEASES:
-        raise OptionsError([unknown_release_message(version)], version)
-    config = {"decoding_type": RELEASES[version]["rules"]["methods"][method]}
+    config = {"decoding_type": _release(version)["rules"]["methods"][method]}
     if max_draft_len is not None:
         config["max_draft_len"] = max_draft_len
     if draft_model is not None:

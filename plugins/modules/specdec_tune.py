@@ -335,7 +335,6 @@ def main():
     files.update(plots(doc))
     if not os.path.isdir(p["results_dir"]) and not module.check_mode:
         os.makedirs(p["results_dir"], mode=0o755)
-    before = previous
     changed = False
     for name, data in files.items():
         if os.path.isdir(p["results_dir"]):
@@ -346,7 +345,7 @@ def main():
                   restarts=doc["restarts"], baseline_tokens_per_s=doc["baseline_tokens_per_s"],
                   files=[os.path.join(p["results_dir"], n) for n in sorted(files)])
     if module._diff and changed:
-        result["diff"] = dict(before=json.dumps(before, indent=2, sort_keys=True) + "\n" if before else "",
+        result["diff"] = dict(before=json.dumps(previous, indent=2, sort_keys=True) + "\n" if previous else "",
                               after=files["tune.json"].decode("utf-8"), before_header=json_path, after_header=json_path)
     module.exit_json(**result)
 
