@@ -10,6 +10,11 @@ other at concurrency 1 (or by N threads): time to first token, the gaps between 
 (``/metrics``, with ``enable_iter_perf_stats``) are read: at batch size 1 each iteration is one request's
 step, so its ``numAcceptedTokens`` builds the accepted-length histogram (acceptance by draft position) and
 its ``iterLatencyMS`` the step time.
+
+Triton's LLM API backend (``run_triton``) answers each generate request whole (``decoupled: false``): the
+time to first token and the inter-token latency come from the response's perf metrics (server-side
+timestamps), the tokens from the model's tokenizer, and acceptance from the per-request draft counts (no
+histogram: the tuner then measures every candidate it is given).
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ from ansible_collections.dgx_spark.specdec.plugins.module_utils._endpoint import
     TransportError,
     _describe_exception,
     _fetch_stats,
+    count_tokens_in_container,
     excerpt,
+    run_generation,
 )
 
 try:
@@ -206,3 +213,39 @@ def run(base_url, api, model, prompts, max_tokens, temperature=0.0, concurrency=
     if concurrency > 1:
         out["accepted_histogram"] = None  # iterations mix requests: no per-position acceptance
     return out
+
+
+def run_triton(client, model, prompts, max_tokens, tokenizer, runner, temperature=0.0, clock=time.monotonic):
+    """Measure Triton's generate endpoint at concurrency 1; the same figures as ``run`` where Triton has them."""
+    results = []
+    started = clock()
+    for index, prompt in enumerate(prompts):
+        results.append(run_generation(client, "triton", index, len(prompts), model, prompt, max_tokens, temperature))
+    wall = clock() - started
+    counts = count_tokens_in_container(runner, tokenizer["container"], tokenizer["model"],
+                                       [r["_text"] for r in results])
+    ttfts, gaps = [], []
+    drafted = accepted = 0
+    for result, count in zip(results, counts):
+        perf = result["perf_metrics"]
+        if perf["arrival_time_ns"] is not None and perf["first_token_time_ns"] is not None:
+            ttfts.append((perf["first_token_time_ns"] - perf["arrival_time_ns"]) / 1e9)
+        if perf["first_token_time_ns"] is not None and perf["last_token_time_ns"] is not None and count > 1:
+            # No stream to time: the mean gap of each request, from the server's first and last token.
+            gaps.append((perf["last_token_time_ns"] - perf["first_token_time_ns"]) / 1e9 / (count - 1))
+        drafted += perf["total_draft_tokens"] or 0
+        accepted += perf["total_accepted_draft_tokens"] or 0
+    tokens = sum(counts)
+    return {
+        "requests": len(results),
+        "concurrency": 1,
+        "output_tokens": tokens,
+        "tokens_per_s": tokens / wall if wall > 0 else None,
+        "ttft_ms": ({"p50": 1000 * percentile(ttfts, 0.5), "p95": 1000 * percentile(ttfts, 0.95)} if ttfts else None),
+        "itl_ms": ({"p50": 1000 * percentile(gaps, 0.5), "p95": 1000 * percentile(gaps, 0.95)} if gaps else None),
+        "iterations": None,
+        "step_ms_mean": None,
+        "accepted_histogram": None,
+        "acceptance_rate": (accepted / float(drafted)) if drafted else None,
+        "mean_acceptance_length": None,
+    }

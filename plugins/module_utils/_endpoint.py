@@ -2,7 +2,8 @@
 # Copyright (c) 2026, DGX Spark speculative-decoding collection maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Validate an OpenAI-compatible endpoint served by TensorRT-LLM ``trtllm-serve``.
+"""Validate an OpenAI-compatible endpoint served by TensorRT-LLM ``trtllm-serve``, or Triton Inference
+Server's generate endpoint of the TensorRT-LLM LLM API backend (``api='triton'``).
 
 This is a private module_utils file (leading underscore): its API may change
 without notice. It holds all the logic of the ``specdec_endpoint`` module so
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import socket
 import ssl
 import time
@@ -35,8 +37,15 @@ from ansible.module_utils.urls import open_url
 API_PATHS = {
     'completions': '/v1/completions',
     'chat': '/v1/chat/completions',
+    'triton': '/v2/models/%s/generate',
 }
-API_CHOICES = ('completions', 'chat', 'both')
+API_CHOICES = ('completions', 'chat', 'both', 'triton')
+HEALTH_PATHS = {'triton': '/v2/health/ready'}
+# Per-request speculative-decoding figures of the LLM API backend's generate response (with
+# sampling_param_return_perf_metrics). Its model.py sends every output with the text's dtype, so they may
+# arrive as strings ("0.75") although config.pbtxt declares numbers.
+TRITON_SPEC_KEYS = ('acceptance_rate', 'total_accepted_draft_tokens', 'total_draft_tokens')
+TRITON_TIME_KEYS = ('arrival_time_ns', 'first_token_time_ns', 'last_token_time_ns')
 BODY_EXCERPT_CHARS = 300
 TEXT_EXCERPT_CHARS = 200
 HTTP_AGENT = 'ansible-dgx_spark.specdec-specdec_endpoint'
@@ -207,6 +216,17 @@ def check_params(params):
         normalize_url(params.get('url'))
     except EndpointError as exc:
         errors.append(exc.msg)
+    if params.get('metrics_url'):
+        try:
+            normalize_url(params['metrics_url'])
+        except EndpointError as exc:
+            errors.append('metrics_url: ' + exc.msg)
+    tokenizer = params.get('tokenizer')
+    if tokenizer is not None and not (isinstance(tokenizer, dict) and tokenizer.get('container')
+                                      and tokenizer.get('model')):
+        errors.append('tokenizer needs container and model, got %r' % (tokenizer,))
+    if params.get('api') != 'triton' and (params.get('metrics_url') or tokenizer):
+        errors.append('metrics_url and tokenizer are for api=triton (trtllm-serve reports its own token counts)')
     if errors:
         raise EndpointError('Invalid parameters: ' + '; '.join(errors))
 
@@ -224,8 +244,8 @@ def build_headers(headers=None, api_key=None):
 # Readiness and model list
 # ---------------------------------------------------------------------------
 
-def wait_for_health(client, timeout, poll_interval=2.0, sleep=time.sleep):
-    """Poll ``GET /health`` until it answers 200 or ``timeout`` seconds pass.
+def wait_for_health(client, timeout, poll_interval=2.0, sleep=time.sleep, path='/health'):
+    """Poll ``GET path`` (``/health``; Triton: ``/v2/health/ready``) until it answers 200 or ``timeout`` seconds pass.
 
     Returns ``{'status': 200, 'attempts': n, 'waited_s': s}``.
     """
@@ -238,7 +258,7 @@ def wait_for_health(client, timeout, poll_interval=2.0, sleep=time.sleep):
         remaining = deadline - client.clock()
         attempt_timeout = min(client.request_timeout, max(remaining, 1.0))
         try:
-            status, data, dummy = client.request('GET', '/health', timeout=attempt_timeout)
+            status, data, dummy = client.request('GET', path, timeout=attempt_timeout)
         except TransportError as exc:
             last_seen = exc.message
         else:
@@ -249,9 +269,9 @@ def wait_for_health(client, timeout, poll_interval=2.0, sleep=time.sleep):
         now = client.clock()
         if now >= deadline:
             raise EndpointError(
-                'Endpoint %s not ready: GET /health did not return 200 within %gs '
+                'Endpoint %s not ready: GET %s did not return 200 within %gs '
                 '(%d attempt%s); last seen: %s'
-                % (client.base_url, timeout, attempts, '' if attempts == 1 else 's', last_seen),
+                % (client.base_url, path, timeout, attempts, '' if attempts == 1 else 's', last_seen),
                 health={'status': None, 'attempts': attempts, 'waited_s': round(now - start, 3),
                         'last_seen': last_seen})
         sleep(max(0.0, min(poll_interval, deadline - now)))
@@ -301,11 +321,40 @@ def check_models(client, model):
     return served
 
 
+def check_triton_model(client, model):
+    """Triton: ``GET /v2/models/<model>/ready`` must answer 200 (400 while the model is not ready)."""
+    path = '/v2/models/%s/ready' % model
+    try:
+        status, data, dummy = client.request('GET', path)
+    except TransportError as exc:
+        raise EndpointError('GET %s%s failed: %s' % (client.base_url, path, exc.message))
+    if status != 200:
+        raise EndpointError('Triton model %r is not ready on %s: GET %s returned HTTP %d: %s'
+                            % (model, client.base_url, path, status, triton_error(data) or '(empty body)'))
+    return [model]
+
+
+def triton_error(data):
+    """The message of Triton's error body ``{"error": "..."}``, else an excerpt of the body."""
+    try:
+        doc = _load_json(data)
+    except ValueError:
+        return excerpt(data)
+    if isinstance(doc, dict) and isinstance(doc.get('error'), str):
+        return doc['error']
+    return excerpt(data)
+
+
 # ---------------------------------------------------------------------------
 # Generation requests
 # ---------------------------------------------------------------------------
 
-def build_payload(api, model, prompt, max_tokens, temperature):
+def build_payload(api, model, prompt, max_tokens, temperature, perf_metrics=True):
+    if api == 'triton':
+        # The generate extension maps top-level keys to the model's inputs (config.pbtxt of the llmapi model).
+        return {'text_input': prompt, 'sampling_param_max_tokens': max_tokens,
+                'sampling_param_temperature': temperature, 'sampling_param_exclude_input_from_output': True,
+                'sampling_param_return_perf_metrics': perf_metrics}
     payload = {'model': model, 'max_tokens': max_tokens, 'temperature': temperature, 'stream': False}
     if api == 'chat':
         payload['messages'] = [{'role': 'user', 'content': prompt}]
@@ -377,17 +426,65 @@ def parse_generation(api, data):
     }
 
 
-def run_generation(client, api, index, total, model, prompt, max_tokens, temperature):
+def parse_triton_generation(data):
+    """Parse a Triton generate response: ``{'text', 'perf', 'missing'}``; raises ValueError when malformed.
+
+    ``perf`` holds the speculative figures and timestamps as numbers (strings are read too); ``missing``
+    names the speculative keys the response lacked.
+    """
+    try:
+        doc = _load_json(data)
+    except ValueError as exc:
+        raise ValueError('malformed JSON (%s)' % exc)
+    if not isinstance(doc, dict):
+        raise ValueError('malformed response: expected a JSON object')
+    if 'error' in doc:
+        raise ValueError('Triton error: %s' % doc['error'])
+    text = doc.get('text_output')
+    if isinstance(text, list) and len(text) == 1:
+        text = text[0]  # some clients ask for the tensor form
+    if not isinstance(text, str):
+        raise ValueError('malformed response: "text_output" is %s, not a string'
+                         % ('missing' if text is None else type(text).__name__))
+    perf, missing = {}, []
+    for key in TRITON_SPEC_KEYS + TRITON_TIME_KEYS:
+        value = doc.get(key)
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]
+        number = _as_number(value)
+        if number is None and value is not None:
+            raise ValueError('malformed response: %s is %s, not a number' % (key, excerpt(json.dumps(value), 60)))
+        if number is None and key in TRITON_SPEC_KEYS:
+            missing.append(key)
+        perf[key] = number
+    return {'text': text, 'perf': perf, 'missing': missing, 'finish_reason': doc.get('finish_reason')}
+
+
+def run_generation(client, api, index, total, model, prompt, max_tokens, temperature, perf_metrics=True):
     """Send one generation request and return its result dict."""
-    path = API_PATHS[api]
+    path = API_PATHS[api] % model if api == 'triton' else API_PATHS[api]
     where = 'POST %s%s (%s request %d of %d)' % (client.base_url, path, api, index + 1, total)
-    payload = build_payload(api, model, prompt, max_tokens, temperature)
+    payload = build_payload(api, model, prompt, max_tokens, temperature, perf_metrics)
     try:
         status, data, elapsed = client.request('POST', path, payload)
     except TransportError as exc:
         raise EndpointError('%s failed: %s' % (where, exc.message))
     if status != 200:
-        raise EndpointError('%s returned HTTP %d: %s' % (where, status, excerpt(data) or '(empty body)'))
+        detail = triton_error(data) if api == 'triton' else excerpt(data)
+        raise EndpointError('%s returned HTTP %d: %s' % (where, status, detail or '(empty body)'))
+    if api == 'triton':
+        try:
+            parsed = parse_triton_generation(data)
+        except ValueError as exc:
+            raise EndpointError('%s returned a %s; body: %s' % (where, exc, excerpt(data) or '(empty body)'))
+        if not parsed['text'].strip():
+            raise EndpointError('%s returned an empty text_output' % where)
+        # Tokens are counted afterwards with the model's tokenizer (count_tokens_in_container), if given.
+        return {'api': api, 'index': index, 'status': status, 'latency_s': round(elapsed, 6),
+                'completion_tokens': None, 'prompt_tokens': None, 'tokens_per_second': None,
+                'finish_reason': parsed['finish_reason'], 'text': excerpt(parsed['text'], TEXT_EXCERPT_CHARS),
+                'perf_metrics': parsed['perf'], '_missing': parsed['missing'], '_text': parsed['text'],
+                '_tps': None, '_latency': elapsed}
     try:
         parsed = parse_generation(api, data)
     except ValueError as exc:
@@ -418,7 +515,8 @@ def summarize(results):
                 'min_latency_s': None, 'max_latency_s': None, 'tokens_per_second': None,
                 'aggregate_tokens_per_second': None}
     latencies = [r['_latency'] for r in results]
-    tokens = sum(r['completion_tokens'] for r in results)
+    counts = [r['completion_tokens'] for r in results]
+    tokens = None if None in counts else sum(counts)
     rates = [r['_tps'] for r in results if r['_tps'] is not None]
     total_latency = sum(latencies)
     prompt = [r['prompt_tokens'] for r in results]
@@ -431,7 +529,8 @@ def summarize(results):
         'min_latency_s': round(min(latencies), 6),
         'max_latency_s': round(max(latencies), 6),
         'tokens_per_second': round(sum(rates) / len(rates), 3) if rates else None,
-        'aggregate_tokens_per_second': round(tokens / total_latency, 3) if total_latency > 0 else None,
+        'aggregate_tokens_per_second': (round(tokens / total_latency, 3)
+                                        if tokens is not None and total_latency > 0 else None),
     }
 
 
@@ -592,11 +691,113 @@ def collect_speculative(client):
     }, reason
 
 
+def triton_speculative(results):
+    """``(speculative_or_None, reason)`` from the perf metrics of Triton generate responses."""
+    with_figures = [r['perf_metrics'] for r in results if not r['_missing']]
+    missing = sorted(set(k for r in results for k in r['_missing']))
+    reason = 'generate responses: %d of %d carry %s' % (len(with_figures), len(results), ', '.join(TRITON_SPEC_KEYS))
+    if missing:
+        reason += '; missing %s (an image whose model.py does not return them, or no speculative_config)' % (
+            ', '.join(missing))
+    if not with_figures:
+        return None, reason
+    draft = sum(p['total_draft_tokens'] for p in with_figures)
+    accepted = sum(p['total_accepted_draft_tokens'] for p in with_figures)
+    rates = [p['acceptance_rate'] for p in with_figures]
+    perf = {
+        'requests': len(results),
+        'requests_with_speculative_decoding': len(with_figures),
+        'total_draft_tokens': draft,
+        'total_accepted_draft_tokens': accepted,
+        'acceptance_rate': round(accepted / float(draft), 6) if draft > 0 else None,
+        'mean_request_acceptance_rate': round(sum(rates) / len(rates), 6),
+    }
+    if draft == 0:
+        reason += '; no draft tokens were proposed (the plain model, or speculation off)'
+    return {'acceptance_rate': perf['acceptance_rate'], 'acceptance_rate_source': 'triton_perf_metrics'
+            if perf['acceptance_rate'] is not None else None, 'mean_acceptance_length': None, 'metrics': None,
+            'perf_metrics': perf}, reason
+
+
+_PROM_LINE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)')
+
+
+def check_triton_metrics(metrics_url, model, opener, timeout):
+    """Triton's metrics port: ``GET /metrics`` answers and counts the model's requests. Raises EndpointError."""
+    base = normalize_url(metrics_url)
+    client = EndpointClient(base, opener, request_timeout=timeout)
+    try:
+        status, data, dummy = client.request('GET', '/metrics')
+    except TransportError as exc:
+        raise EndpointError('Triton metrics port %s/metrics does not answer: %s' % (base, exc.message))
+    if status != 200:
+        raise EndpointError('Triton metrics port %s/metrics returned HTTP %d: %s' % (base, status, excerpt(data)))
+    text = data.decode('utf-8', 'replace') if isinstance(data, bytes) else str(data)
+    found = {}
+    label = 'model="%s"' % model
+    for line in text.splitlines():
+        match = _PROM_LINE.match(line)
+        if not match or label not in (match.group(2) or ''):
+            continue
+        try:
+            found[match.group(1)] = found.get(match.group(1), 0) + float(match.group(3))
+        except ValueError:
+            continue
+    if 'nv_inference_request_success' not in found:
+        raise EndpointError('Triton metrics port %s/metrics has no nv_inference_request_success{%s}: not the metrics '
+                            'of this model\'s server; body: %s' % (base, label, excerpt(data)))
+    return {'url': base + '/metrics',
+            'request_success': int(found['nv_inference_request_success']),
+            'request_failure': int(found.get('nv_inference_request_failure', 0)),
+            'inference_count': int(found.get('nv_inference_count', 0))}
+
+
+# What runs in the serving container to count tokens: the model's own tokenizer, from the local cache only.
+_COUNT_SCRIPT = (
+    "import json, sys\n"
+    "from transformers import AutoTokenizer\n"
+    "tokenizer = AutoTokenizer.from_pretrained(sys.argv[1])\n"
+    "texts = json.load(sys.stdin)\n"
+    "print(json.dumps([len(tokenizer.encode(t, add_special_tokens=False)) for t in texts]))\n")
+
+
+def count_tokens_in_container(runner, container, model, texts):
+    """Token counts of ``texts`` with ``model``'s tokenizer, run by ``docker exec`` in ``container``.
+
+    Triton's generate response carries text only; like the Triton tutorial's genai-perf ``--tokenizer``, the
+    tokens are counted with the model's tokenizer (the serving image has transformers and the model's cache).
+    ``runner(argv, data) -> (rc, stdout, stderr)``. Raises EndpointError.
+    """
+    argv = ['docker', 'exec', '-i', '-e', 'HF_HUB_OFFLINE=1', container, 'python3', '-c', _COUNT_SCRIPT, model]
+    rc, out, err = runner(argv, json.dumps(list(texts)))
+    if rc != 0:
+        tail = (err or out or '').strip().splitlines()[-3:]
+        raise EndpointError('counting tokens with %s\'s tokenizer in container %s failed (rc %s): %s'
+                            % (model, container, rc, ' | '.join(tail) or 'no output'))
+    try:
+        counts = json.loads(out)
+        if not isinstance(counts, list) or len(counts) != len(texts) or not all(
+                isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
+            raise ValueError('expected %d counts' % len(texts))
+    except ValueError as exc:
+        raise EndpointError('counting tokens in container %s gave %s: %s' % (container, exc, excerpt(out, 120)))
+    return counts
+
+
+def apply_token_counts(results, counts):
+    """Fill completion_tokens and tokens/s of Triton results from the tokenizer's counts."""
+    for result, count in zip(results, counts):
+        result['completion_tokens'] = count
+        elapsed = result['_latency']
+        result['_tps'] = count / elapsed if elapsed > 0 else None
+        result['tokens_per_second'] = None if result['_tps'] is None else round(result['_tps'], 3)
+
+
 # ---------------------------------------------------------------------------
 # Entry point
 # ---------------------------------------------------------------------------
 
-def validate_endpoint(params, opener=None, clock=time.monotonic, sleep=time.sleep):
+def validate_endpoint(params, opener=None, clock=time.monotonic, sleep=time.sleep, runner=None):
     """Run the whole validation. Returns the module result (without ``changed``).
 
     Raises :class:`EndpointError` whose ``details`` carry what was learned so far.
@@ -612,21 +813,26 @@ def validate_endpoint(params, opener=None, clock=time.monotonic, sleep=time.slee
     apis = ['completions', 'chat'] if params['api'] == 'both' else [params['api']]
     partial = {'url': base_url, 'model': params['model']}
 
+    triton = params['api'] == 'triton'
     try:
         partial['health'] = wait_for_health(client, float(params['timeout']),
-                                            float(params.get('poll_interval') or 2.0), sleep=sleep)
+                                            float(params.get('poll_interval') or 2.0), sleep=sleep,
+                                            path=HEALTH_PATHS.get(params['api'], '/health'))
     except EndpointError as exc:
         exc.details = dict(partial, **exc.details)
         raise
 
     try:
-        partial['served_models'] = check_models(client, params['model'])
+        if triton:
+            partial['served_models'] = check_triton_model(client, params['model'])
+        else:
+            partial['served_models'] = check_models(client, params['model'])
     except EndpointError as exc:
         exc.details = dict(partial, **exc.details)
         raise
 
     want_stats = params.get('speculative_stats', True)
-    if want_stats and params.get('discard_stale_stats', True):
+    if want_stats and params.get('discard_stale_stats', True) and not triton:
         drain_stats(client)
 
     results = []
@@ -634,7 +840,15 @@ def validate_endpoint(params, opener=None, clock=time.monotonic, sleep=time.slee
         for api in apis:
             for index in range(params['requests']):
                 results.append(run_generation(client, api, index, params['requests'], params['model'],
-                                              params['prompt'], params['max_tokens'], params['temperature']))
+                                              params['prompt'], params['max_tokens'], params['temperature'],
+                                              want_stats))
+        tokenizer = params.get('tokenizer')
+        if triton and tokenizer:
+            apply_token_counts(results, count_tokens_in_container(
+                runner, tokenizer['container'], tokenizer['model'], [r['_text'] for r in results]))
+        if triton and params.get('metrics_url'):
+            partial['triton_metrics'] = check_triton_metrics(params['metrics_url'], params['model'], opener,
+                                                             float(params['request_timeout']))
     except EndpointError as exc:
         exc.details = dict(partial, results=[public_result(r) for r in results], **exc.details)
         raise
@@ -643,10 +857,12 @@ def validate_endpoint(params, opener=None, clock=time.monotonic, sleep=time.slee
     if len(apis) > 1:
         totals['by_api'] = dict((api, summarize([r for r in results if r['api'] == api])) for api in apis)
 
-    if want_stats:
-        speculative, reason = collect_speculative(client)
-    else:
+    if not want_stats:
         speculative, reason = None, 'not collected (speculative_stats=false)'
+    elif triton:
+        speculative, reason = triton_speculative(results)
+    else:
+        speculative, reason = collect_speculative(client)
 
     result = dict(partial, results=[public_result(r) for r in results], totals=totals,
                   speculative=speculative, speculative_reason=reason)
@@ -663,5 +879,8 @@ def validate_endpoint(params, opener=None, clock=time.monotonic, sleep=time.slee
         'n/a' if mean is None else '%.2f' % mean, totals['mean_latency_s'])
     if speculative is not None and speculative['acceptance_rate'] is not None:
         msg += ', draft acceptance rate %.3f' % speculative['acceptance_rate']
+    if 'triton_metrics' in result:
+        msg += ', metrics port %s answers (%d requests succeeded)' % (
+            result['triton_metrics']['url'], result['triton_metrics']['request_success'])
     result['msg'] = msg
     return result

@@ -36,6 +36,12 @@ ENTRYPOINT = CONFIG_MOUNT + "/entrypoint.sh"
 MARKER = ".dgx-spark-complete"
 DEFAULT_CLUSTER = "sparks"
 DEFAULT_REPOSITORY = "nvcr.io/nvidia/tensorrt-llm/release"
+DEFAULT_TRITON_REPOSITORY = "nvcr.io/nvidia/tritonserver"
+# Triton's LLM API model repository: copied from the image's template into this host directory (under the
+# node's config directory) the first time, and mounted where the Triton tutorial keeps it.
+TRITON_REPO_DIR = "llmapi_repo"
+TRITON_REPO_MOUNT = "/opt/tritonserver/llmapi_repo"
+FRONTENDS = ("trtllm-serve", "triton")
 DEFAULT_CUDA_ENV = {"CPATH": "/usr/local/cuda/include", "TRITON_PTXAS_PATH": "/usr/local/cuda/bin/ptxas"}
 DEFAULT_MPI_EXPORT = ["CPATH", "TRITON_PTXAS_PATH", "HF_HOME"]
 # Open MPI 4.1 binds its out-of-band and TCP BTL listeners to the wildcard address whatever
@@ -421,12 +427,33 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
     top = _Reader(where, node_vars[head], profile, errors)
 
     # -- what is served (cluster-wide, read where the head is)
+    frontend = top.choice("specdec_serve_frontend", "frontend", "trtllm-serve", FRONTENDS)
+    triton = frontend == "triton"
+    triton_release = None
     version = top.raw("specdec_serve_trtllm_version", "trtllm_version")
+    version_field = "specdec_serve_trtllm_version on %s" % where
+    if triton:
+        # The image is tritonserver:<release>-trtllm-python-py3; its TensorRT-LLM release judges model.yaml.
+        triton_release = str(top.raw("specdec_serve_triton_release", "triton_release", ""))
+        try:
+            shipped = trt.triton_trtllm_version(triton_release)
+        except ValueError as exc:
+            shipped = None
+            if version is None:
+                errors.append("%s on %s" % (exc, where))
+        if version is None and shipped:
+            version = shipped
+            version_field = "the TensorRT-LLM release of Triton %s (specdec_serve_triton_release on %s)" % (
+                triton_release, where)
+        elif shipped and str(version) != shipped:
+            warnings.append("specdec_serve_trtllm_version on %s: %s, but Triton %s ships TensorRT-LLM %s (right for an "
+                            "image built with another release)" % (where, version, triton_release, shipped))
     if version is None:
-        errors.append("specdec_serve_trtllm_version on %s: not set (known releases: %s)"
-                      % (where, ", ".join(trt.SUPPORTED_VERSIONS)))
+        if not triton:
+            errors.append("specdec_serve_trtllm_version on %s: not set (known releases: %s)"
+                          % (where, ", ".join(trt.SUPPORTED_VERSIONS)))
     elif str(version) not in trt.SUPPORTED_VERSIONS:
-        errors.append(trt.unknown_release_message(version, "specdec_serve_trtllm_version on %s" % where))
+        errors.append(trt.unknown_release_message(version, version_field))
         version = None
     else:
         version = str(version)
@@ -437,6 +464,9 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
                             "options are checked for %s all the same)" % (where, version, ", ".join(known), version))
     mode = top.choice("trtllm_container_mode", "container_mode", "single", ("single", "multinode"))
     multinode = mode == "multinode"
+    if triton and multinode:
+        top.fail("specdec_serve_frontend", frontend, "trtllm-serve for a multinode profile (the Triton LLM API "
+                 "profiles serve on one Spark)")
     method = top.choice("specdec_serve_method", "method", "none", trt.METHODS)
     speculative = method not in (None, "none")
     needs_draft = method in ("eagle3", "draft_target")
@@ -466,7 +496,23 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
     port = top.integer("specdec_serve_port", "port", 8000, 1, 65535)
     extra_args = top.strings("specdec_serve_extra_args", fmt="arg")
     mpi_export = top.strings("specdec_serve_mpi_export", default=DEFAULT_MPI_EXPORT, fmt="env_name")
-    api = top.choice("specdec_serve_validate_api", "api", "completions", ("completions", "chat", "both"))
+    if triton:
+        api = top.choice("specdec_serve_validate_api", "api", "triton", ("triton",))
+        ports = {"http": port,
+                 "grpc": top.integer("specdec_serve_triton_grpc_port", "triton_grpc_port", 8001, 1, 65535),
+                 "metrics": top.integer("specdec_serve_triton_metrics_port", "triton_metrics_port", 8002, 1, 65535)}
+        triton_config = top.mapping("specdec_serve_triton_config", "triton_config")
+        if None not in ports.values() and len(set(ports.values())) < 3:
+            top.fail("specdec_serve_triton_metrics_port", ports["metrics"], "three different ports for HTTP "
+                     "(specdec_serve_port), gRPC and metrics (now %(http)s, %(grpc)s, %(metrics)s)" % ports)
+        if bind not in ("0.0.0.0", "::"):
+            top.fail("specdec_serve_host", bind, "0.0.0.0 with the Triton frontend (launch_triton_server.py has "
+                     "no address option: Triton listens on every address)")
+        if extra_args:
+            top.fail("specdec_serve_extra_args", extra_args, "none with the Triton frontend (its LLM API arguments "
+                     "go in model.yaml: specdec_serve_options)")
+    else:
+        api = top.choice("specdec_serve_validate_api", "api", "completions", ("completions", "chat", "both"))
     prompt = top.string("specdec_serve_validate_prompt", "prompt", "Explain the benefits of speculative decoding:",
                         fmt="text")
     max_tokens = top.integer("specdec_serve_validate_max_tokens", "max_tokens", 64, 1)
@@ -485,20 +531,35 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
 
     options_content = None
     # Only when its inputs passed their own checks: one mistake, one message.
-    if version and method and (draft_dir or not needs_draft) and (max_draft_len or not speculative):
+    if version and str(version) in trt.SUPPORTED_VERSIONS and method and (draft_dir or not needs_draft) \
+            and (max_draft_len or not speculative):
+        draft = draft_dir if needs_draft else None
+        length = max_draft_len if speculative else None
         try:
-            options_content, validated = trt.options_file(
-                version, method, draft_dir if needs_draft else None, max_draft_len if speculative else None, options)
-            warnings.extend("options file: %s" % w for w in validated.warnings)
+            if triton:
+                # trtllm-serve's flags are LLM API arguments in model.yaml.
+                llm_args = {"max_batch_size": flags["max_batch_size"], "max_num_tokens": flags["max_num_tokens"],
+                            "moe_expert_parallel_size": flags["ep_size"],
+                            "trust_remote_code": trust_remote_code or None}
+                if flags["kv_cache_free_gpu_memory_fraction"] is not None:
+                    llm_args["kv_cache_config"] = {"free_gpu_memory_fraction": flags["kv_cache_free_gpu_memory_fraction"]}
+                llm_args = trt.merge({k: v for k, v in llm_args.items() if v is not None}, options)
+                options_content, validated = trt.triton_model_yaml(version, model, method, draft, length, llm_args,
+                                                                   tp_size or 1, 1, triton_config)
+            else:
+                options_content, validated = trt.options_file(version, method, draft, length, options)
+            warnings.extend("%s: %s" % ("model.yaml" if triton else "options file", w) for w in validated.warnings)
         except trt.OptionsError as exc:
-            errors.extend("options file (specdec_serve_options, specdec_serve_extra_options and the speculative "
-                          "method) for TensorRT-LLM %s: %s" % (version, e) for e in exc.errors)
+            what = ("Triton's model.yaml (specdec_serve_model, specdec_serve_options, specdec_serve_triton_config and "
+                    "the speculative method)" if triton else
+                    "options file (specdec_serve_options, specdec_serve_extra_options and the speculative method)")
+            errors.extend("%s for TensorRT-LLM %s: %s" % (what, version, e) for e in exc.errors)
 
     # -- per node: directories, image, container settings
     per = {}
     for rank, host in enumerate(nodes):
         per[host] = _node_settings(host, rank, multinode, version, node_vars[host], profile, facts[host],
-                                   errors)
+                                   errors, triton_release)
 
     # -- QSFP links, addresses and the hostfile (two or more Sparks)
     links = {}
@@ -524,8 +585,12 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
     for rank, host in enumerate(nodes):
         node = per[host]
         downloads, waits = _downloads(node, model, draft_model if needs_draft else None, draft_dir)
-        container_opts = CONFIG_MOUNT + "/" + OPTIONS_FILE
-        serve = trt.serve_argv(model, container_opts, tp_size, bind, port, flags, trust_remote_code, extra_args)
+        if triton:
+            container_opts = TRITON_REPO_MOUNT + "/" + trt.TRITON_MODEL_YAML
+            serve = trt.triton_launch_argv(TRITON_REPO_MOUNT + "/", ports["http"], ports["grpc"], ports["metrics"])
+        else:
+            container_opts = CONFIG_MOUNT + "/" + OPTIONS_FILE
+            serve = trt.serve_argv(model, container_opts, tp_size, bind, port, flags, trust_remote_code, extra_args)
         env = dict(node["env"])
         # huggingface_hub reads the token from this file when it exists (a missing file means no token).
         env["HF_TOKEN_PATH"] = CONFIG_MOUNT + "/hf_token"
@@ -569,6 +634,8 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
                 entry += ["--expect", "%s=%s" % (path, digest)]
             for path in waits:
                 entry += ["--exists", path]
+            if triton:
+                entry += ["--daemon", "tritonserver"]
             entry += ["--"] + command
         else:
             command = None
@@ -593,13 +660,17 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
             files.append({"path": ssh_dir + "/config", "mode": "0644",
                           "content": _ssh_config(all_addresses, node["ssh_port"])})
 
+        volumes = ["%s:%s" % (node["hf_cache_dir"], HF_MOUNT), "%s:%s" % (node["models_dir"], MODELS_MOUNT),
+                   "%s:%s:ro" % (node["config_dir"], CONFIG_MOUNT)]
+        repo_dir = node["config_dir"] + "/" + TRITON_REPO_DIR
+        if triton:
+            volumes.append("%s:%s" % (repo_dir, TRITON_REPO_MOUNT))
         docker = {
             "name": node["name"],
             "image": node["image"],
             "command": entry,
             "env": env,
-            "volumes": ["%s:%s" % (node["hf_cache_dir"], HF_MOUNT), "%s:%s" % (node["models_dir"], MODELS_MOUNT),
-                        "%s:%s:ro" % (node["config_dir"], CONFIG_MOUNT)],
+            "volumes": volumes,
             "network_mode": node["network_mode"],
             "published_ports": node["published_ports"] if node["own_network"] else [],
             "ipc_mode": node["ipc_mode"],
@@ -632,7 +703,8 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
                     {"path": node["hf_cache_dir"], "owner": node["login_user"], "mode": "0755"},
                     {"path": node["models_dir"], "owner": node["login_user"], "mode": "0755"},
                     {"path": node["config_dir"], "owner": "root", "mode": "0755"},
-                ] + ([{"path": node["config_dir"] + "/ssh", "owner": "root", "mode": "0700"}] if multinode else []),
+                ] + ([{"path": node["config_dir"] + "/ssh", "owner": "root", "mode": "0700"}] if multinode else [])
+                  + ([{"path": repo_dir, "owner": "root", "mode": "0755"}] if triton else []),
                 "config_dir": node["config_dir"],
                 "token_file": node["config_dir"] + "/hf_token",
                 "files": files,
@@ -648,20 +720,35 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
             },
             "serve": {
                 "container": node["name"],
+                "frontend": frontend,
                 "downloads": downloads,
-                "options_file": {"path": node["config_dir"] + "/" + OPTIONS_FILE, "content": options_content},
-                "argv": command,
-                "endpoint": None if rank else {
-                    "url": "http://%s:%d" % ("127.0.0.1" if bind in ("0.0.0.0", "localhost", "::") else bind, port),
-                    "model": model,
-                    "api": api,
-                    "prompt": prompt,
-                    "max_tokens": max_tokens,
-                    "requests": requests,
+                "options_file": {"path": (repo_dir + "/" + trt.TRITON_MODEL_YAML) if triton
+                                 else node["config_dir"] + "/" + OPTIONS_FILE, "content": options_content},
+                # Triton: the model repository is copied from the image's template once (in the container, which
+                # waits for model.yaml), and never again: the marker is the template's config.pbtxt.
+                "template": None if not triton else {
+                    "marker": repo_dir + "/" + trt.TRITON_TEMPLATE_MARKER,
+                    "argv": ["cp", "-R", "-n", trt.TRITON_TEMPLATE + "/.", TRITON_REPO_MOUNT + "/"],
                 },
+                "argv": command,
+                "endpoint": None if rank else _endpoint(triton, bind, port, ports if triton else None, model, api,
+                                                        prompt, max_tokens, requests, node["name"]),
             },
         }
     return plans, warnings
+
+
+def _endpoint(triton, bind, port, ports, model, api, prompt, max_tokens, requests, container):
+    """What specdec_endpoint checks on the head: trtllm-serve's OpenAI API, or Triton's generate API and metrics."""
+    host = "127.0.0.1" if bind in ("0.0.0.0", "localhost", "::") else bind
+    endpoint = {"url": "http://%s:%d" % (host, port), "model": model, "api": api, "prompt": prompt,
+                "max_tokens": max_tokens, "requests": requests, "metrics_url": None, "tokenizer": None}
+    if triton:
+        endpoint.update(model=trt.TRITON_MODEL, metrics_url="http://%s:%d" % (host, ports["metrics"]),
+                        # Triton's answer has text only: its tokens are counted with the model's tokenizer in the
+                        # serving container, as the Triton tutorial's genai-perf --tokenizer does.
+                        tokenizer={"container": container, "model": model})
+    return endpoint
 
 
 def _downloads(node, model, draft_model, draft_dir):
@@ -689,14 +776,14 @@ def _downloads(node, model, draft_model, draft_dir):
     return downloads, waits
 
 
-def _node_settings(host, rank, multinode, version, variables, profile, spark, errors):
+def _node_settings(host, rank, multinode, version, variables, profile, spark, errors, triton_release=None):
     """One node's container settings, checked, with its facts (home, image, runtimes)."""
     r = _Reader(host, variables, profile, errors)
     login_user = spark.get("login_user") or ""
     home = spark.get("home") or ""
-    default_name = "trtllm-multinode" if multinode else "trtllm-specdec"
+    default_name = "triton-specdec" if triton_release else "trtllm-multinode" if multinode else "trtllm-specdec"
     name = r.string("trtllm_container_name", None, default_name, fmt="container") or default_name
-    image = _image(r, version)
+    image = _image(r, version, triton_release)
     pull = r.boolean("trtllm_container_pull", None, True)
     docker = spark.get("docker") or {}
     if not docker.get("ok", False):
@@ -762,15 +849,23 @@ def _node_settings(host, rank, multinode, version, variables, profile, spark, er
     return settings
 
 
-def _image(reader, version):
-    """The image reference: trtllm_container_image, else repository:tag (the tag follows the release)."""
+def _image(reader, version, triton_release=None):
+    """The image reference: trtllm_container_image, else repository:tag (the tag follows the release).
+
+    With the Triton frontend: trtllm_container_triton_repository:<release>-trtllm-python-py3.
+    """
     given = reader.string("trtllm_container_image", None, None, fmt="image", required=False)
     if given:
         return given
-    repository = reader.string("trtllm_container_image_repository", None, DEFAULT_REPOSITORY, fmt="image")
-    if not version and not reader.raw("trtllm_container_image_tag"):
+    if triton_release:
+        repository = reader.string("trtllm_container_triton_repository", None, DEFAULT_TRITON_REPOSITORY, fmt="image")
+        default_tag = "%s-trtllm-python-py3" % triton_release
+    else:
+        repository = reader.string("trtllm_container_image_repository", None, DEFAULT_REPOSITORY, fmt="image")
+        default_tag = version
+    if not default_tag and not reader.raw("trtllm_container_image_tag"):
         return None  # the tag follows the release, whose own check failed
-    tag = reader.string("trtllm_container_image_tag", None, version, fmt="tag")
+    tag = reader.string("trtllm_container_image_tag", None, default_tag, fmt="tag")
     if repository and tag:
         image = "%s:%s" % (repository, tag)
         if FORMATS["image"][0](image):

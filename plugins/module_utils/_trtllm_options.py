@@ -28,6 +28,8 @@ import re
 
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_2_0rc1 as _t_1_2_0rc1
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_2_0rc6 as _t_1_2_0rc6
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_2_0 as _t_1_2_0
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_2_1 as _t_1_2_1
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc11 as _t_1_3_0rc11
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc13 as _t_1_3_0rc13
 
@@ -78,6 +80,11 @@ _RULES_12 = {
 _RULES_12RC1 = dict(_RULES_12, draft_len_schedule=None, bounds={
     "KvCacheConfig": {"max_gpu_total_bytes": {"ge": 0}, "max_attention_window": {"items": {"gt": 0}}}})
 
+# 1.2.0 and 1.2.1 (the Triton 26.03 to 26.07 images): rc6's rules, but EagleDecodingConfig lost its __init__
+# for field and model validators (validate_eagle_choices, validate_eagle_config), so its values are validated
+# and coerced like every other model's. The draft path is speculative_model (speculative_model_dir an alias).
+_RULES_121 = dict(_RULES_12, unvalidated=())
+
 _RULES_13 = dict(
     _RULES_12,
     union=True,  # SpeculativeConfig = Annotated[Union[...], Field(discriminator="decoding_type")]
@@ -117,6 +124,8 @@ _RULES_13 = dict(
 RELEASES = {
     "1.2.0rc1": {"table": _t_1_2_0rc1.TABLE, "rules": _RULES_12RC1},
     "1.2.0rc6": {"table": _t_1_2_0rc6.TABLE, "rules": _RULES_12},
+    "1.2.0": {"table": _t_1_2_0.TABLE, "rules": _RULES_121},
+    "1.2.1": {"table": _t_1_2_1.TABLE, "rules": _RULES_121},
     "1.3.0rc11": {"table": _t_1_3_0rc11.TABLE, "rules": _RULES_13},
     # No 1.3.0rc12 source page is published: the release between rc11 and rc13 is checked with rc13's
     # table, and a key rc11 does not have yet is accepted with a warning (it may be newer than rc12).
@@ -882,3 +891,124 @@ def mpirun_argv(exports, command, mca=None):
     for name in exports:
         argv += ["-x", name]
     return argv + ["trtllm-llmapi-launch"] + list(command)
+
+
+# ---------------------------------------------------------------------------
+# Triton Inference Server's TensorRT-LLM LLM API backend (the "llmapi" model repository)
+# ---------------------------------------------------------------------------
+
+# The TensorRT-LLM release inside nvcr.io/nvidia/tritonserver:<yy.mm>-trtllm-python-py3, from Triton's
+# compatibility matrix (docs/introduction/compatibility.md of triton-inference-server/server). A release
+# whose TensorRT-LLM has no table here is refused like any unknown TensorRT-LLM release.
+TRITON_RELEASES = {
+    "25.01": "0.17.0", "25.02": "0.17.0.post1", "25.03": "0.18.0", "25.04": "0.18.2", "25.05": "0.19.0",
+    "25.06": "0.20.0", "25.07": "0.20.0", "25.08": "0.21.0", "25.09": "1.0.0", "25.10": "1.0.0",
+    "25.11": "1.0.3.2510", "25.12": "1.1.0", "26.01": "1.1.0", "26.02": "1.1.0", "26.03": "1.2.0",
+    "26.04": "1.2.1", "26.05": "1.2.1", "26.06": "1.2.1", "26.07": "1.2.1",
+}
+# The LLM API backend exists from 25.01 on (the Triton tutorial's minimum).
+TRITON_FIRST_RELEASE = "25.01"
+TRITON_MODEL = "tensorrt_llm"
+TRITON_TEMPLATE = "/app/all_models/llmapi"
+TRITON_LAUNCHER = "/app/scripts/launch_triton_server.py"
+TRITON_MODEL_YAML = TRITON_MODEL + "/1/model.yaml"
+# The template's first file: present once the repository was copied from the image.
+TRITON_TEMPLATE_MARKER = TRITON_MODEL + "/config.pbtxt"
+# All keys of model.yaml but triton_config go to LLM(**args); these come first, as in the template.
+_TRITON_FIRST = ("model", "backend", "tensor_parallel_size", "pipeline_parallel_size")
+_TRITON_RELEASE = re.compile(r"^([0-9]{2})\.([0-9]{2})$")
+
+
+def triton_trtllm_version(release, field="specdec_serve_triton_release"):
+    """The TensorRT-LLM release of a Triton release ("26.04" -> "1.2.1"); raises ValueError naming the fix."""
+    text = str(release)
+    match = _TRITON_RELEASE.match(text)
+    if not match or text < TRITON_FIRST_RELEASE:
+        raise ValueError("%s: %s is not a Triton release of the form YY.MM from %s on (the TensorRT-LLM LLM API "
+                         "backend's first container)" % (field, _show(release), TRITON_FIRST_RELEASE))
+    version = TRITON_RELEASES.get(text)
+    if version is None:
+        raise ValueError("%s: %s is newer than the Triton releases this collection knows (%s to %s); set "
+                         "specdec_serve_trtllm_version to the TensorRT-LLM release its image ships (Triton's "
+                         "compatibility matrix)" % (field, _show(release), TRITON_FIRST_RELEASE, max(TRITON_RELEASES)))
+    return version
+
+
+def _triton_config(config, errors):
+    """triton_config, as the LLM API backend's model.py reads it; every other key is refused (a typo)."""
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        errors.append("triton_config: %s is not a mapping (max_batch_size, decoupled, cancellation_check_period_ms)"
+                      % _show(config))
+        return None
+    out = {}
+    batch = config.get("max_batch_size", 0)
+    if isinstance(batch, bool) or batch != 0:
+        errors.append("triton_config.max_batch_size: %s; accepted: 0 (the LLM API backend does not batch on Triton's "
+                      "side; TensorRT-LLM batches up to the top-level max_batch_size)" % _show(batch))
+    out["max_batch_size"] = 0
+    decoupled = config.get("decoupled", False)
+    if not isinstance(decoupled, bool):
+        errors.append("triton_config.decoupled: %s; accepted: true (streaming responses) or false" % _show(decoupled))
+    out["decoupled"] = decoupled
+    if "cancellation_check_period_ms" in config:
+        period = config["cancellation_check_period_ms"]
+        if isinstance(period, bool) or not isinstance(period, int) or period < 1:
+            errors.append("triton_config.cancellation_check_period_ms: %s; accepted: an integer of milliseconds >= 1 "
+                          "(default 100)" % _show(period))
+        out["cancellation_check_period_ms"] = period
+    for key in config:
+        if key not in out:
+            errors.append("triton_config.%s: not read by the LLM API backend (it reads max_batch_size, decoupled and "
+                          "cancellation_check_period_ms)%s" % (key, _hint(_suggest(key, list(out) + [
+                              "cancellation_check_period_ms"]))))
+    return out
+
+
+def _draft_key(version):
+    """The release's own name of the draft model path: speculative_model where it exists (1.3), else _dir."""
+    fields = _fields(_release(version)["table"]["models"], "DecodingBaseConfig", {})
+    return "speculative_model" if "speculative_model" in fields else "speculative_model_dir"
+
+
+def triton_model_yaml(version, model, method=None, draft_model=None, max_draft_len=None, options=None,
+                      tensor_parallel_size=1, pipeline_parallel_size=1, triton_config=None):
+    """``tensorrt_llm/1/model.yaml`` of the LLM API model repository: (content, ValidationResult).
+
+    Every key but ``triton_config`` is an argument of ``LLM(...)``, validated for ``version`` like the
+    options file; ``triton_config`` is checked as the backend reads it. Raises OptionsError.
+    """
+    errors = []
+    config = _triton_config(triton_config, errors)
+    args = build_options(version, method, draft_model, max_draft_len, options)
+    spec = args.get("speculative_config")
+    if isinstance(spec, dict) and "speculative_model_dir" in spec and _draft_key(version) == "speculative_model":
+        spec["speculative_model"] = spec.pop("speculative_model_dir")
+    args = merge({"model": model, "backend": "pytorch", "tensor_parallel_size": tensor_parallel_size,
+                  "pipeline_parallel_size": pipeline_parallel_size}, args)
+    if "triton_config" in args:
+        errors.append("triton_config: give it on its own (triton_config), not among the LLM API options")
+        args.pop("triton_config")
+    try:
+        validated = validate(args, version)
+    except OptionsError as exc:
+        raise OptionsError(errors + exc.errors, version)
+    if errors:
+        raise OptionsError(errors, version)
+    ordered = {k: validated.options[k] for k in _TRITON_FIRST if k in validated.options}
+    ordered.update((k, v) for k, v in validated.options.items() if k not in ordered)
+    ordered["triton_config"] = config
+    validated.options = ordered
+    body = "\n".join(_block(ordered, 0))
+    header = _HEADER.replace("trtllm_options for", "trtllm_options (Triton LLM API backend) for") % version
+    return header + body + "\n", validated
+
+
+def triton_launch_argv(repository, http_port, grpc_port, metrics_port):
+    """The Triton tutorial's launch: ``python3 launch_triton_server.py --model_repo=REPO`` with the three ports.
+
+    The launcher starts tritonserver (under mpirun) in the background and returns at once.
+    """
+    return ["python3", TRITON_LAUNCHER, "--model_repo=%s" % repository, "--http_port", str(http_port),
+            "--grpc_port", str(grpc_port), "--metrics_port", str(metrics_port)]

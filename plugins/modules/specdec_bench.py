@@ -8,7 +8,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: specdec_bench
-short_description: Measure a C(trtllm-serve) endpoint with a prompt set, for choosing speculative-decoding settings
+short_description: Measure a C(trtllm-serve) or Triton endpoint with a prompt set, for choosing speculative-decoding settings
 version_added: 0.4.0
 description:
   - Sends each prompt of O(prompts) as a streamed OpenAI request (C(stream=true), C(include_usage)), at concurrency
@@ -18,6 +18,10 @@ description:
     C(enable_iter_perf_stats=true) in its options) after each request. At concurrency 1 every iteration is one request's
     step, so the number of draft tokens each iteration accepted gives the accepted-length histogram (acceptance by draft
     position), and C(iterLatencyMS) the mean step time. Without speculative decoding those figures are null.
+  - With O(api=triton) it measures Triton's LLM API backend (C(POST /v2/models/<model>/generate), one request after
+    the other). Time to first token and the mean gap between tokens come from each response's perf metrics
+    (server-side timestamps). Tokens are counted with the model's tokenizer in the serving container (O(tokenizer)).
+    Acceptance comes from the per-request draft counts. There is no accepted-length histogram and no step time.
   - The module only reads. It never reports a change. In check mode it sends nothing (the server may not exist yet).
   - Used by C(playbooks/tune_draft_len.yml) (see M(dgx_spark.specdec.specdec_tune)).
 author:
@@ -48,10 +52,25 @@ options:
     required: true
   api:
     description:
-      - V(completions) (C(/v1/completions)) or V(chat) (C(/v1/chat/completions)).
+      - V(completions) (C(/v1/completions)) or V(chat) (C(/v1/chat/completions)), or V(triton) (Triton's generate
+        endpoint; O(model) is then the Triton model name, V(tensorrt_llm)).
     type: str
-    choices: [completions, chat]
+    choices: [completions, chat, triton]
     default: completions
+  tokenizer:
+    description:
+      - Required with O(api=triton). The serving container and the model whose tokenizer counts the generated tokens
+        (C(docker exec) on the host where the module runs; see M(dgx_spark.specdec.specdec_endpoint)).
+    type: dict
+    suboptions:
+      container:
+        description: Name of the serving container.
+        type: str
+        required: true
+      model:
+        description: The model whose tokenizer counts (a Hugging Face id or a path inside the container).
+        type: str
+        required: true
   prompts:
     description:
       - The prompt set. C(playbooks/vars/bench_prompts.yml) ships one written for this collection (varied lengths and
@@ -157,7 +176,7 @@ mean_acceptance_length:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.dgx_spark.specdec.plugins.module_utils._bench import make_stream_opener, run
+from ansible_collections.dgx_spark.specdec.plugins.module_utils._bench import make_stream_opener, run, run_triton
 from ansible_collections.dgx_spark.specdec.plugins.module_utils._endpoint import (
     EndpointClient,
     EndpointError,
@@ -173,7 +192,9 @@ def main():
         argument_spec=dict(
             url=dict(type="str", required=True),
             model=dict(type="str", required=True),
-            api=dict(type="str", choices=["completions", "chat"], default="completions"),
+            api=dict(type="str", choices=["completions", "chat", "triton"], default="completions"),
+            tokenizer=dict(type="dict", options=dict(container=dict(type="str", required=True),
+                                                     model=dict(type="str", required=True))),
             prompts=dict(type="list", elements="str", required=True),
             max_tokens=dict(type="int", default=256, no_log=False),
             temperature=dict(type="float", default=0.0),
@@ -183,6 +204,7 @@ def main():
             api_key=dict(type="str", no_log=True),
             validate_certs=dict(type="bool", default=True),
         ),
+        required_if=[("api", "triton", ("tokenizer",))],
         supports_check_mode=True,
     )
     p = module.params
@@ -191,11 +213,18 @@ def main():
             module.fail_json(msg="%s: %s must be >= 1" % (name, p[name]))
     if not p["prompts"]:
         module.fail_json(msg="prompts: the prompt set is empty")
+    if p["api"] == "triton" and p["concurrency"] != 1:
+        module.fail_json(msg="concurrency: %s; accepted with api=triton: 1 (the seed's comparison)" % p["concurrency"])
     if module.check_mode:
         module.exit_json(changed=False, skipped=True, msg="check mode: no request sent")
     try:
         base = normalize_url(p["url"])
         headers = build_headers(None, p["api_key"])
+        if p["api"] == "triton":
+            client = EndpointClient(base, make_urls_opener(p["validate_certs"]), headers, request_timeout=p["timeout"])
+            result = run_triton(client, p["model"], p["prompts"], p["max_tokens"], p["tokenizer"],
+                                lambda argv, data: module.run_command(argv, data=data), p["temperature"])
+            module.exit_json(changed=False, **result)
         stats = None
         if p["iteration_stats"]:
             stats = EndpointClient(base, make_urls_opener(p["validate_certs"]), headers, request_timeout=30)

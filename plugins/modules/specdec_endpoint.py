@@ -8,7 +8,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: specdec_endpoint
-short_description: Validate a TensorRT-LLM C(trtllm-serve) OpenAI-compatible endpoint
+short_description: Validate a TensorRT-LLM C(trtllm-serve) OpenAI-compatible endpoint or a Triton LLM API endpoint
 version_added: 0.1.0
 description:
   - Waits until C(GET /health) of a C(trtllm-serve) endpoint answers HTTP 200, checks that C(GET /v1/models) serves the
@@ -16,6 +16,14 @@ description:
   - After the requests it reads C(GET /metrics) (iteration stats, C(specDecodingStats)) and C(GET /perf_metrics)
     (per-request C(speculative_decoding)) and reports the draft-token acceptance figures when the server exposes them.
     Empty lists or HTTP 404 from these two endpoints are not errors; RV(speculative_reason) says why nothing was reported.
+  - With O(api=triton) it validates Triton Inference Server's TensorRT-LLM LLM API backend instead. It waits for
+    C(GET /v2/health/ready) and checks C(GET /v2/models/<model>/ready). It then sends O(requests) C(POST
+    /v2/models/<model>/generate) requests with C(text_input), C(sampling_param_max_tokens) and
+    C(sampling_param_return_perf_metrics). From the responses it reports C(acceptance_rate),
+    C(total_accepted_draft_tokens) and C(total_draft_tokens); they may arrive as numbers or as strings.
+    It also checks Triton's metrics port (O(metrics_url)).
+  - Triton's answer carries text only. With O(tokenizer), its tokens are counted with the model's tokenizer inside the
+    serving container, which gives tokens per second.
   - The module only reads. It never reports a change and also runs in check mode.
   - Uses only the Python standard library and C(ansible.module_utils.urls); it does not need the C(requests) package.
 author:
@@ -50,8 +58,10 @@ options:
     description:
       - Which OpenAI endpoint to exercise. V(completions) uses C(/v1/completions), V(chat) uses C(/v1/chat/completions)
         with a single user message, V(both) sends O(requests) requests to each.
+      - V(triton) uses Triton's C(/v2/models/<model>/generate); O(model) is then the Triton model name,
+        V(tensorrt_llm) in the LLM API model repository.
     type: str
-    choices: [completions, chat, both]
+    choices: [completions, chat, both, triton]
     default: chat
   prompt:
     description:
@@ -94,6 +104,27 @@ options:
     description:
       - Fail when the mean of the per-request generation rates (RV(totals.tokens_per_second)) is below this value.
     type: float
+  metrics_url:
+    description:
+      - With O(api=triton), the base URL of Triton's metrics port, for example V(http://127.0.0.1:8002).
+        C(GET /metrics) must answer and report C(nv_inference_request_success) for O(model).
+    type: str
+  tokenizer:
+    description:
+      - With O(api=triton), count the generated tokens with the model's tokenizer by C(docker exec) in the serving
+        container. The container must run on the host where the module runs. It needs C(python3) with
+        C(transformers), and the model must be in its Hugging Face cache (the count runs with C(HF_HUB_OFFLINE=1)).
+      - Without it, Triton results have no token counts and no tokens per second.
+    type: dict
+    suboptions:
+      container:
+        description: Name of the serving container.
+        type: str
+        required: true
+      model:
+        description: The model whose tokenizer counts, as the container knows it (a Hugging Face id or a path).
+        type: str
+        required: true
   speculative_stats:
     description:
       - Read C(/metrics) and C(/perf_metrics) after the requests to report speculative-decoding acceptance.
@@ -160,6 +191,16 @@ EXAMPLES = r"""
     max_tokens: 128
     timeout: 1200
     min_tokens_per_second: 20
+
+- name: Validate Triton's LLM API backend, count tokens with the model's tokenizer and check the metrics port
+  dgx_spark.specdec.specdec_endpoint:
+    url: http://127.0.0.1:8000
+    model: tensorrt_llm
+    api: triton
+    metrics_url: http://127.0.0.1:8002
+    tokenizer:
+      container: triton-specdec
+      model: meta-llama/Llama-3.1-8B-Instruct
 
 - name: Check an endpoint behind a TLS proxy that needs a token
   dgx_spark.specdec.specdec_endpoint:
@@ -246,7 +287,9 @@ results:
       returned: always
       sample: 1.5512
     completion_tokens:
-      description: C(usage.completion_tokens) of the response.
+      description:
+        - C(usage.completion_tokens) of the response.
+        - With O(api=triton), the tokenizer's count, or V(null) without O(tokenizer).
       type: int
       returned: always
       sample: 64
@@ -270,6 +313,14 @@ results:
       type: str
       returned: always
       sample: "it has the Eiffel Tower, great food and museums..."
+    perf_metrics:
+      description:
+        - With O(api=triton), the response's C(acceptance_rate), C(total_accepted_draft_tokens), C(total_draft_tokens),
+          C(arrival_time_ns), C(first_token_time_ns) and C(last_token_time_ns) as numbers.
+        - A key is V(null) when the response lacked it.
+      type: dict
+      returned: with O(api=triton)
+      sample: {"acceptance_rate": 0.72, "total_accepted_draft_tokens": 93, "total_draft_tokens": 129}
   sample: [{"api": "chat", "index": 0, "status": 200, "latency_s": 1.5512, "completion_tokens": 64, "prompt_tokens": 12,
             "tokens_per_second": 41.259, "finish_reason": "length", "text": "it has the Eiffel Tower..."}]
 totals:
@@ -372,6 +423,11 @@ speculative:
                "total_accepted_draft_tokens": 50, "acceptance_rate": 0.625, "mean_request_acceptance_rate": 0.63}
   sample: {"acceptance_rate": 0.625, "acceptance_rate_source": "metrics", "mean_acceptance_length": 3.5,
            "metrics": {"num_draft_tokens": 80, "num_accepted_tokens": 50}, "perf_metrics": null}
+triton_metrics:
+  description: What Triton's metrics port reported for the model (O(api=triton) with O(metrics_url)).
+  returned: when O(metrics_url) was checked
+  type: dict
+  sample: {"url": "http://127.0.0.1:8002/metrics", "request_success": 3, "request_failure": 0, "inference_count": 3}
 speculative_reason:
   description: What C(/metrics) and C(/perf_metrics) returned, explaining an absent or partial RV(speculative).
   returned: success
@@ -408,12 +464,18 @@ def main():
             api_key=dict(type='str', no_log=True),
             validate_certs=dict(type='bool', default=True),
             use_proxy=dict(type='bool', default=True),
+            metrics_url=dict(type='str'),
+            tokenizer=dict(type='dict', options=dict(container=dict(type='str', required=True),
+                                                     model=dict(type='str', required=True))),
         ),
         supports_check_mode=True,
     )
 
+    def runner(argv, data):
+        return module.run_command(argv, data=data)
+
     try:
-        result = validate_endpoint(module.params)
+        result = validate_endpoint(module.params, runner=runner)
     except EndpointError as exc:
         module.fail_json(msg=exc.msg, changed=False, **exc.details)
     module.exit_json(changed=False, **result)

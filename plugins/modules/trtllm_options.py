@@ -56,7 +56,7 @@ options:
     description:
       - The TensorRT-LLM release whose option set the file is validated against and whose spelling of
         O(method) is used. Match it to the tag of the container image.
-      - "Known releases: V(1.2.0rc1), V(1.2.0rc6), V(1.3.0rc11), V(1.3.0rc12), V(1.3.0rc13). Their field tables are
+      - "Known releases: V(1.2.0rc1), V(1.2.0rc6), V(1.2.0), V(1.2.1), V(1.3.0rc11), V(1.3.0rc12), V(1.3.0rc13). Their field tables are
         generated from each release's C(tensorrt_llm/llmapi/llm_args.py); V(1.3.0rc12), which has no published source,
         is checked with the V(1.3.0rc13) table and keys V(1.3.0rc11) lacks are warned about."
       - Any other release is refused before anything changes, with the known releases and how to add one

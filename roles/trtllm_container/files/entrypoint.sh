@@ -4,7 +4,7 @@
 # the server exits, so the server comes back after a crash or a reboot without Ansible.
 #
 #   entrypoint.sh [--install-missing] [--sshd CONFIG] [--firewall PORTS IFACES] [--peer ADDRESS]...
-#                 [--expect PATH=SHA256]... [--exists PATH]... [-- COMMAND...]
+#                 [--expect PATH=SHA256]... [--exists PATH]... [--daemon NAME] [-- COMMAND...]
 #
 # --install-missing  install openssh-server and iptables on the first start when the image lacks them
 # --sshd        start sshd with CONFIG (keys and configuration are mounted read-only from the host);
@@ -15,10 +15,13 @@
 #               or hostfile change, and the server starts only once Ansible wrote the new ones
 # --exists      wait until PATH exists (the markers of completed model downloads)
 # --peer        wait until the peer's sshd takes the cluster key and the peer has every --exists PATH
+# --daemon      COMMAND starts a process called NAME in the background and returns (Triton's
+#               launch_triton_server.py does): stay while NAME runs, exit when it stops (Docker then
+#               restarts the container), and stop it when the container is stopped
 # COMMAND       exec'd once everything is there: trtllm-serve, or mpirun on the head
 set -euo pipefail
 
-install_missing=0 sshd_config="" fw_ports="" fw_ifaces="" peers=() expects=() exists=()
+install_missing=0 sshd_config="" fw_ports="" fw_ifaces="" daemon="" peers=() expects=() exists=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --install-missing) install_missing=1; shift ;;
@@ -27,6 +30,7 @@ while [ $# -gt 0 ]; do
     --peer) peers+=("$2"); shift 2 ;;
     --expect) expects+=("$2"); shift 2 ;;
     --exists) exists+=("$2"); shift 2 ;;
+    --daemon) daemon=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "entrypoint: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -99,4 +103,22 @@ while what=$(missing) && [ -n "$what" ]; do
   waited=$((waited + 2))
 done
 log "starting: $*"
-exec "$@"
+[ -n "$daemon" ] || exec "$@"
+
+# The launcher returns once its server runs in the background: watch the server by name.
+stop_daemon() {
+  log "stopping $daemon"
+  pkill -TERM -x "$daemon" || true
+  for _ in $(seq 1 50); do pgrep -x "$daemon" >/dev/null || exit 0; sleep 0.2; done
+  pkill -KILL -x "$daemon" || true
+  exit 0
+}
+trap stop_daemon TERM INT
+"$@"
+for _ in $(seq 1 30); do pgrep -x "$daemon" >/dev/null && break; sleep 1; done
+while pgrep -x "$daemon" >/dev/null; do
+  sleep 5 &
+  wait $! || true
+done
+log "$daemon stopped" >&2
+exit 1

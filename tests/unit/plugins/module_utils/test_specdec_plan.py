@@ -311,7 +311,7 @@ def test_one_spark_tp_size_and_unknown_profile_release():
     bad["trtllm_version"] = "0.9"
     errors = errors_of(p.plan_cluster, "c", ["a"], bad, {"a": {}}, {"a": spark("a")})
     assert errors[0].startswith('specdec_serve_trtllm_version on a (cluster c): "0.9" is not a TensorRT-LLM release')
-    assert "Known releases: 1.2.0rc1, 1.2.0rc6, 1.3.0rc11, 1.3.0rc12, 1.3.0rc13" in errors[0]
+    assert "Known releases: 1.2.0rc1, 1.2.0rc6, 1.2.0, 1.2.1, 1.3.0rc11, 1.3.0rc12, 1.3.0rc13" in errors[0]
 
 
 # -- SSH trust ------------------------------------------------------------------------------------

@@ -304,7 +304,7 @@ def test_unsupported_version():
     with pytest.raises(t.OptionsError) as info:
         t.validate({}, "0.9.0")
     message = str(info.value)
-    assert "Known releases: 1.2.0rc1, 1.2.0rc6, 1.3.0rc11, 1.3.0rc12, 1.3.0rc13" in message
+    assert "Known releases: 1.2.0rc1, 1.2.0rc6, 1.2.0, 1.2.1, 1.3.0rc11, 1.3.0rc12, 1.3.0rc13" in message
     assert "tools/llm_args_table.py" in message
     with pytest.raises(t.OptionsError) as info:
         t.validate({}, "1.4.0rc1")
