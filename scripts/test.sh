@@ -5,7 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-STAGES=${STAGES:-"unit lint sanity lab netplan molecule-single molecule-two tune ee fleet"}
+STAGES=${STAGES:-"unit lint sanity lab netplan molecule-single molecule-triton molecule-two tune ee fleet"}
 mkdir -p build/test-logs
 passed=0
 failed=0
@@ -19,6 +19,7 @@ stage_cmd() {
     lab) python -m pytest tests/lab -q -p no:cacheprovider ;;
     netplan) tests/netplan_qsfp/run.sh ;;
     molecule-single) molecule test -s single_spark ;;
+    molecule-triton) molecule test -s single_spark_triton ;;
     molecule-two) molecule test -s two_spark ;;
     ee) scripts/ee.sh ;;
     tune) python -m pytest tests/tune -q -p no:cacheprovider ;;
