@@ -106,6 +106,7 @@ log "starting: $*"
 [ -n "$daemon" ] || exec "$@"
 
 # The launcher returns once its server runs in the background: watch the server by name.
+# shellcheck disable=SC2329  # invoked by the trap below
 stop_daemon() {
   log "stopping $daemon"
   pkill -TERM -x "$daemon" || true

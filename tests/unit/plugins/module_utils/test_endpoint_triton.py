@@ -105,8 +105,8 @@ def test_missing_perf_fields_are_reported_not_invented():
 
 
 def test_the_plain_model_reports_no_acceptance_rate():
-    opener = ScriptedOpener(routes(generate=(200, answer(acceptance_rate=0.0, total_accepted_draft_tokens=0,
-                                                          total_draft_tokens=0))))
+    plain = answer(acceptance_rate=0.0, total_accepted_draft_tokens=0, total_draft_tokens=0)
+    opener = ScriptedOpener(routes(generate=(200, plain)))
     result = validate(opener)
     assert result['speculative']['acceptance_rate'] is None
     assert 'no draft tokens were proposed' in result['speculative_reason']
