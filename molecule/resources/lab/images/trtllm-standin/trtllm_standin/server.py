@@ -124,6 +124,16 @@ class Engine:
             "drafted": drafted_total,
             "accepted": accepted_total,
             "steps": len(steps),
+            # Per-request timing (time.time()) and KV-cache figures, for callers that report them per request
+            # (the Triton stand-in's perf-metric outputs).
+            "arrival_time": arrival,
+            "first_scheduled_time": scheduled,
+            "first_token_time": first_token_time or last_token_time,
+            "last_token_time": last_token_time,
+            "reused_blocks": reused,
+            "missed_blocks": prompt_blocks - reused,
+            "new_blocks": new_blocks,
+            "total_blocks": new_blocks + reused,
         }
         with self.lock:
             self.counters["requests"] += 1
