@@ -206,10 +206,23 @@ def served(box):
 
 # -- the image ---------------------------------------------------------------------------------------
 
-def test_release_1_2_x_is_judged_by_the_rc6_models():
-    options = {"speculative_config": {"decoding_type": "Eagle", "max_draft_len": 3, "speculative_model_dir": "/d"}}
-    assert release.check(options, "1.2.1") == release.check(options, "1.2.0rc6")
-    assert release.check({}, "1.2.0") == ({}, [])
+def test_release_1_2_x_has_its_own_draft_key_and_validates_eagle():
+    # 1.2.0 and 1.2.1 renamed rc6's speculative_model_dir to speculative_model (the old name an alias) and
+    # validate EagleDecodingConfig with pydantic ("4" is read as 4, where rc6 keeps the string and fails).
+    for version in ("1.2.0", "1.2.1"):
+        new = {"speculative_config": {"decoding_type": "Eagle", "max_draft_len": "3", "speculative_model": "/d"}}
+        options, dummy = release.check(new, version)
+        assert options["speculative_config"]["max_draft_len"] == 3
+        old = {"speculative_config": {"decoding_type": "Eagle", "max_draft_len": 3, "speculative_model_dir": "/d"}}
+        assert release.check(old, version)[0]["speculative_config"]["max_draft_len"] == 3
+        both = {"speculative_config": dict(old["speculative_config"], speculative_model="/d")}
+        with pytest.raises(release.ReleaseError):
+            release.check(both, version)
+        with pytest.raises(release.ReleaseError, match="EAGLE3 draft model must be specified"):
+            release.check({"speculative_config": {"decoding_type": "Eagle", "max_draft_len": 3}}, version)
+    with pytest.raises(release.ReleaseError, match="speculative_model"):
+        release.check({"speculative_config": {"decoding_type": "Eagle", "max_draft_len": 3,
+                                              "speculative_model": "/d"}}, "1.2.0rc6")
     with pytest.raises(release.ReleaseError, match="not a release the stand-in models"):
         release.check({}, "1.2.2")
 
@@ -342,7 +355,7 @@ TC = "triton_config: {{max_batch_size: 0, decoupled: false}}\n"   # a valid trit
      "Internal: huggingface_hub.errors.LocalEntryNotFoundError: Cannot find the requested files in the disk cache"),
     ("option", "model.yaml:model: {model}\nmax_batch_sizee: 8\n" + TC, "Extra inputs are not permitted"),
     ("draft", "model.yaml:model: {model}\nspeculative_config: {{decoding_type: Eagle, max_draft_len: 3, "
-              "speculative_model_dir: /models/none}}\n" + TC, "speculative_config.speculative_model_dir"),
+              "speculative_model_dir: /models/none}}\n" + TC, "speculative_config.speculative_model"),
     ("tp2", "model.yaml:model: {model}\ntensor_parallel_size: 2\n" + TC,
      "Internal: RuntimeError: tensor_parallel_size x pipeline_parallel_size = 2 needs 2 GPUs"),
     ("backend", "model.yaml:model: {model}\nbackend: tensorrt\n" + TC, "backend 'tensorrt' is not simulated"),

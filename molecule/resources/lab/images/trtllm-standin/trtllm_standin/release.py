@@ -58,14 +58,15 @@ try:  # Python 3.9+
 except ImportError:  # pragma: no cover
     from typing_extensions import Annotated
 
-KNOWN = ("1.2.0rc1", "1.2.0rc6", "1.3.0rc12", "1.3.0rc13")
-# Releases judged with another release's models (until their own models are written).
-MODELLED_AS = {"1.2.0": "1.2.0rc6", "1.2.1": "1.2.0rc6"}
+KNOWN = ("1.2.0rc1", "1.2.0rc6", "1.2.0", "1.2.1", "1.3.0rc12", "1.3.0rc13")
 
 # What each release is read from (see the module docstring).
 SOURCES = {
     "1.2.0rc1": "gh-pages 1.2.0rc1/_modules/tensorrt_llm/llmapi/llm_args.html @ 648e1eb8",
     "1.2.0rc6": "gh-pages 1.2.0rc6.post1/_modules/tensorrt_llm/llmapi/llm_args.html @ 442c0619",
+    "1.2.0": "gh-pages 1.2.0/_modules/tensorrt_llm/llmapi/llm_args.html @ 7e873e54 (as rc6 but for the draft key and "
+             "Eagle's validators)",
+    "1.2.1": "gh-pages 1.2.1/_modules/tensorrt_llm/llmapi/llm_args.html @ 58fb435e (the same models as 1.2.0)",
     "1.3.0rc12": "modelled as 1.3.0rc13 (no 1.3.0rc12 page is readable)",
     "1.3.0rc13": "gh-pages 1.3.0rc13/_modules/tensorrt_llm/llmapi/llm_args.html @ 0fa00422",
 }
@@ -302,8 +303,14 @@ class _Release:
 # ===================================================================================================
 
 @functools.lru_cache(maxsize=None)
-def _release_12(rc6):
-    """Models of 1.2.0rc1 (rc6=False) or of 1.2.0rc6 (rc6=True, as on the 1.2.0rc6.post1 page)."""
+def _release_12(rc6, final=None):
+    """Models of 1.2.0rc1 (rc6=False) or of 1.2.0rc6 (rc6=True, as on the 1.2.0rc6.post1 page).
+
+    ``final`` ("1.2.0" or "1.2.1", with rc6=True): rc6's models with the changes of the final releases that
+    matter to an options file: the draft path is ``speculative_model`` (``speculative_model_dir`` an alias),
+    EagleDecodingConfig is validated by pydantic (validate_eagle_config, no unvalidated ``__init__``) and has
+    ``eagle3_model_arch``, TorchLlmArgs has ``custom_tokenizer`` and ``max_stats_len``.
+    """
 
     class CudaGraphConfig(_Strict):
         model_config = _named("CudaGraphConfig")
@@ -409,7 +416,11 @@ def _release_12(rc6):
         max_draft_len: Optional[int] = None
         if rc6:
             max_total_draft_tokens: Optional[int] = None
-        speculative_model_dir: Optional[Union[str, Path]] = None  # the only name on 1.2
+        if final:
+            speculative_model: Optional[Union[str, Path]] = Field(
+                default=None, validation_alias=AliasChoices("speculative_model", "speculative_model_dir"))
+        else:
+            speculative_model_dir: Optional[Union[str, Path]] = None  # the only name on 1.2's rcs
         max_concurrency: Optional[int] = None
         if rc6:
             draft_len_schedule: Optional[Dict[int, int]] = None  # after max_draft_len: its rule reads it
@@ -499,21 +510,35 @@ def _release_12(rc6):
         max_non_leaves_per_layer: Optional[int] = None
         eagle3_one_model: Optional[bool] = True
         eagle3_layers_to_capture: Optional[Set[int]] = None
+        if final:
+            eagle3_model_arch: str = "llama3"
 
         def __init__(self, **kwargs):
-            # 1.2 validates nothing here: it starts from the defaults and sets each key as a plain
-            # attribute, so max_draft_len: "4" stays the string "4" (and fails later on "> 0").
-            super().__init__()
-            for name, value in kwargs.items():
-                if name not in type(self).model_fields:
-                    raise ValueError('"EagleDecodingConfig" object has no field "%s"' % name)
-                if name == "max_draft_len":
-                    self.num_eagle_layers = value
-                    self.max_total_draft_tokens = value  # linear tree: as many nodes as layers
-                if name == "eagle_choices" and value is not None:
-                    _warn("NOTE: The Draft token tree is still under development, PLEASE DO NOT USE IT !!!")
-                    value = _parse_eagle_choices(value)
-                setattr(self, name, value)
+            if final:
+                # 1.2.0/1.2.1: validate_eagle_choices (mode before) and validate_eagle_config (after): the
+                # values are validated and coerced like any model's, then the tree rules below apply.
+                if kwargs.get("eagle_choices") is not None:
+                    kwargs["eagle_choices"] = _parse_eagle_choices(kwargs["eagle_choices"])
+                super().__init__(**kwargs)
+                _check(self.max_draft_len is not None, "max_draft_len is required for Eagle")
+                self.num_eagle_layers = self.max_draft_len
+                self.max_total_draft_tokens = self.max_draft_len
+                if self.eagle3_model_arch == "mistral_large3" and self.eagle3_layers_to_capture is None:
+                    self.eagle3_layers_to_capture = {-1}
+            else:
+                # 1.2's rcs validate nothing here: they start from the defaults and set each key as a plain
+                # attribute, so max_draft_len: "4" stays the string "4" (and fails later on "> 0").
+                super().__init__()
+                for name, value in kwargs.items():
+                    if name not in type(self).model_fields:
+                        raise ValueError('"EagleDecodingConfig" object has no field "%s"' % name)
+                    if name == "max_draft_len":
+                        self.num_eagle_layers = value
+                        self.max_total_draft_tokens = value  # linear tree: as many nodes as layers
+                    if name == "eagle_choices" and value is not None:
+                        _warn("NOTE: The Draft token tree is still under development, PLEASE DO NOT USE IT !!!")
+                        value = _parse_eagle_choices(value)
+                    setattr(self, name, value)
             _check(self.max_draft_len is not None, "max_draft_len is required for Eagle")
             if self.eagle_choices is not None:  # static tree: the choices decide the depth
                 _check(not self.use_dynamic_tree, "If eagle_choices is provided, use_dynamic_tree need to be False")
@@ -738,6 +763,9 @@ def _release_12(rc6):
         enable_iter_perf_stats: bool = False
         enable_iter_req_stats: bool = False
         print_iter_log: bool = False
+        if final:
+            custom_tokenizer: Optional[str] = None
+            max_stats_len: int = 1000
         perf_metrics_max_requests: int = 0
         batch_wait_timeout_ms: float = 0
         batch_wait_timeout_iters: int = 0
@@ -788,7 +816,10 @@ def _release_12(rc6):
                 raise ValueError("Speculation type %s does not support backend %s" % (spec.decoding_type, self.backend))
             if isinstance(spec, EagleDecodingConfig):
                 _check(spec.max_draft_len > 0)  # "4" (never validated) fails here with a TypeError
-                _check(spec.speculative_model_dir is not None, "Path to EAGLE3 weights must be specified.")
+                if final:
+                    _check(spec.speculative_model is not None, "EAGLE3 draft model must be specified.")
+                else:
+                    _check(spec.speculative_model_dir is not None, "Path to EAGLE3 weights must be specified.")
             elif isinstance(spec, NGramDecodingConfig):
                 if not rc6:
                     _check(self.backend in ("pytorch", "_autodeploy"))
@@ -797,7 +828,10 @@ def _release_12(rc6):
                 if not rc6:
                     _check(self.backend == "pytorch")
                 _check(spec.max_draft_len > 0)
-                _check(spec.speculative_model_dir is not None, "Path to draft model must be specified.")
+                if final:
+                    _check(spec.speculative_model is not None, "Draft model must be specified.")
+                else:
+                    _check(spec.speculative_model_dir is not None, "Path to draft model must be specified.")
             elif isinstance(spec, MTPDecodingConfig):
                 _check(spec.num_nextn_predict_layers > 0)
                 spec.max_draft_len = spec.num_nextn_predict_layers
@@ -885,7 +919,7 @@ def _release_12(rc6):
         TorchCompileConfig, DecodingBaseConfig, TorchLlmArgs, *decoding_types.values())}
     if rc6:
         models["Nvfp4GemmConfig"] = Nvfp4GemmConfig
-    return _Release("1.2.0rc6" if rc6 else "1.2.0rc1", TorchLlmArgs, prebuilt, spec_from_dict, models)
+    return _Release(final or ("1.2.0rc6" if rc6 else "1.2.0rc1"), TorchLlmArgs, prebuilt, spec_from_dict, models)
 
 
 # ===================================================================================================
@@ -1500,10 +1534,11 @@ def _release_13():
 
 
 def _release(version):
-    version = MODELLED_AS.get(version, version)
     if version not in KNOWN:
         raise ReleaseError("ValueError: TensorRT-LLM %r is not a release the stand-in models (it knows %s)"
                            % (version, ", ".join(KNOWN)))
+    if version in ("1.2.0", "1.2.1"):
+        return _release_12(True, version)
     if version.startswith("1.2."):
         return _release_12(version == "1.2.0rc6")
     return _release_13()  # 1.3.0rc12 is modelled as 1.3.0rc13
