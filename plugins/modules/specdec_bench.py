@@ -193,8 +193,8 @@ def main():
             url=dict(type="str", required=True),
             model=dict(type="str", required=True),
             api=dict(type="str", choices=["completions", "chat", "triton"], default="completions"),
-            tokenizer=dict(type="dict", no_log=False, options=dict(container=dict(type="str", required=True),
-                                                     model=dict(type="str", required=True))),
+            tokenizer=dict(type="dict", no_log=False, options=dict(
+                container=dict(type="str", required=True), model=dict(type="str", required=True))),
             prompts=dict(type="list", elements="str", required=True),
             max_tokens=dict(type="int", default=256, no_log=False),
             temperature=dict(type="float", default=0.0),

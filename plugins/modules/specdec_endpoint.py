@@ -465,8 +465,8 @@ def main():
             validate_certs=dict(type='bool', default=True),
             use_proxy=dict(type='bool', default=True),
             metrics_url=dict(type='str'),
-            tokenizer=dict(type='dict', no_log=False, options=dict(container=dict(type='str', required=True),
-                                                     model=dict(type='str', required=True))),
+            tokenizer=dict(type='dict', no_log=False, options=dict(
+                container=dict(type='str', required=True), model=dict(type='str', required=True))),
         ),
         supports_check_mode=True,
     )

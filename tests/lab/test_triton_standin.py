@@ -441,9 +441,9 @@ def test_generate_text_defaults_and_determinism(served):
     assert text.startswith(prompt)
     assert len(text[len(prompt):].split()) == 32          # SamplingParams.max_tokens defaults to 32
     assert generate(served, 8000, {"text_input": prompt})[1]["text_output"] == text
-    status, short = generate(served, 8000, {"text_input": prompt, "sampling_param_max_tokens": 5,
-                                             "sampling_param_exclude_input_from_output": True,
-                                             "parameters": {"sampling_param_temperature": 0.0}, "max_tokens": 99})
+    request = {"text_input": prompt, "sampling_param_max_tokens": 5, "sampling_param_exclude_input_from_output": True,
+               "parameters": {"sampling_param_temperature": 0.0}, "max_tokens": 99}
+    status, short = generate(served, 8000, request)
     assert status == 200
     assert not short["text_output"].startswith(prompt) and len(short["text_output"].split()) == 5
     full = generate(served, 8000, {"text_input": [prompt], "sampling_param_max_tokens": 5})[1]["text_output"]
@@ -544,7 +544,7 @@ def test_metrics_port_counts_requests(served):
                  "nv_inference_request_failure:BACKEND", "nv_model_load_duration_secs"):
         assert name in before, name
     assert before["nv_model_load_duration_secs"] >= 1.0         # STANDIN_STARTUP_SECONDS=1
-    for _ in range(3):
+    for dummy in range(3):
         assert generate(served, 8000, {"text_input": "count me", "sampling_param_max_tokens": 3})[0] == 200
     assert generate(served, 8000, {"text_input": "hi", "streaming": True})[0] == 500   # a backend error
     assert generate(served, 8000, {})[0] == 400                                       # refused before the model
