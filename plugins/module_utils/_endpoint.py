@@ -375,18 +375,24 @@ def _as_int(value):
     raise ValueError('not an integer: %r' % (value,))
 
 
-def parse_generation(api, data):
-    """Parse a non-streaming completion body.
-
-    Returns ``{'text', 'completion_tokens', 'prompt_tokens', 'finish_reason'}``;
-    raises ValueError with a short reason for malformed bodies.
-    """
+def _json_object(data):
+    """A response body that must be a JSON object; raises ValueError with a short reason."""
     try:
         doc = _load_json(data)
     except ValueError as exc:
         raise ValueError('malformed JSON (%s)' % exc)
     if not isinstance(doc, dict):
         raise ValueError('malformed response: expected a JSON object')
+    return doc
+
+
+def parse_generation(api, data):
+    """Parse a non-streaming completion body.
+
+    Returns ``{'text', 'completion_tokens', 'prompt_tokens', 'finish_reason'}``;
+    raises ValueError with a short reason for malformed bodies.
+    """
+    doc = _json_object(data)
     choices = doc.get('choices')
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise ValueError('malformed response: missing or empty "choices"')
@@ -432,12 +438,7 @@ def parse_triton_generation(data):
     ``perf`` holds the speculative figures and timestamps as numbers (strings are read too); ``missing``
     names the speculative keys the response lacked.
     """
-    try:
-        doc = _load_json(data)
-    except ValueError as exc:
-        raise ValueError('malformed JSON (%s)' % exc)
-    if not isinstance(doc, dict):
-        raise ValueError('malformed response: expected a JSON object')
+    doc = _json_object(data)
     if 'error' in doc:
         raise ValueError('Triton error: %s' % doc['error'])
     text = doc.get('text_output')
