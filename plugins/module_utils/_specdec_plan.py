@@ -531,19 +531,12 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
 
     options_content = None
     # Only when its inputs passed their own checks: one mistake, one message.
-    if version and str(version) in trt.SUPPORTED_VERSIONS and method and (draft_dir or not needs_draft) \
-            and (max_draft_len or not speculative):
+    if version and method and (draft_dir or not needs_draft) and (max_draft_len or not speculative):
         draft = draft_dir if needs_draft else None
         length = max_draft_len if speculative else None
         try:
             if triton:
-                # trtllm-serve's flags are LLM API arguments in model.yaml.
-                llm_args = {"max_batch_size": flags["max_batch_size"], "max_num_tokens": flags["max_num_tokens"],
-                            "moe_expert_parallel_size": flags["ep_size"],
-                            "trust_remote_code": trust_remote_code or None}
-                if flags["kv_cache_free_gpu_memory_fraction"] is not None:
-                    llm_args["kv_cache_config"] = {"free_gpu_memory_fraction": flags["kv_cache_free_gpu_memory_fraction"]}
-                llm_args = trt.merge({k: v for k, v in llm_args.items() if v is not None}, options)
+                llm_args = trt.merge(trt.flags_as_llm_args(flags, trust_remote_code), options)
                 options_content, validated = trt.triton_model_yaml(version, model, method, draft, length, llm_args,
                                                                    tp_size or 1, 1, triton_config)
             else:

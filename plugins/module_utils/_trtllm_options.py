@@ -878,6 +878,17 @@ def serve_argv(model, options_path, tp_size, host, port, flags=None, trust_remot
     return argv + [str(a) for a in extra_args]
 
 
+def flags_as_llm_args(flags, trust_remote_code=False):
+    """trtllm-serve's flags (SERVE_FLAGS, --trust_remote_code) as the LLM API arguments they set: what Triton's
+    model.yaml takes instead. Flags set to None are left out."""
+    flags = flags or {}
+    args = {"max_batch_size": flags.get("max_batch_size"), "max_num_tokens": flags.get("max_num_tokens"),
+            "moe_expert_parallel_size": flags.get("ep_size"), "trust_remote_code": trust_remote_code or None}
+    if flags.get("kv_cache_free_gpu_memory_fraction") is not None:
+        args["kv_cache_config"] = {"free_gpu_memory_fraction": flags["kv_cache_free_gpu_memory_fraction"]}
+    return {key: value for key, value in args.items() if value is not None}
+
+
 def mpirun_argv(exports, command, mca=None):
     """The multi-node launch of NVIDIA's two-Spark playbook: ``mpirun -x VAR... trtllm-llmapi-launch COMMAND``.
 
