@@ -1011,6 +1011,13 @@ def triton_model_yaml(version, model, method=None, draft_model=None, max_draft_l
     ordered.update((k, v) for k, v in validated.options.items() if k not in ordered)
     ordered["triton_config"] = config
     validated.options = ordered
+    if config.get("decoupled") is True:
+        # launch_triton_server.py passes --disable-auto-complete-config: Triton then reads the transaction
+        # policy from config.pbtxt, where model.py's auto_complete_config would have set it from model.yaml.
+        validated.warnings.append(
+            "triton_config.decoupled: true (streaming) may also need model_transaction_policy { decoupled: true } in "
+            "tensorrt_llm/config.pbtxt, which this collection does not edit: launch_triton_server.py disables "
+            "Triton's auto-complete of the model configuration (not verified on a real image)")
     body = "\n".join(_block(ordered, 0))
     header = _HEADER.replace("trtllm_options for", "trtllm_options (Triton LLM API backend) for") % version
     return header + body + "\n", validated

@@ -103,3 +103,9 @@ def test_flags_become_llm_api_arguments_of_model_yaml():
 def test_mistakes_are_named_before_anything_changes(variables, message):
     found = errors(variables)
     assert any(message in e for e in found), found
+
+
+def test_streaming_is_warned_about_config_pbtxt():
+    plans, warnings = triton({"specdec_serve_triton_config": {"max_batch_size": 0, "decoupled": True}})
+    assert "may also need model_transaction_policy { decoupled: true } in tensorrt_llm/config.pbtxt" in warnings[0]
+    assert yaml.safe_load(plans["spark-a"]["serve"]["options_file"]["content"])["triton_config"]["decoupled"] is True
