@@ -204,7 +204,9 @@ def result_document(params, analysis, measured):
 def report_markdown(doc):
     lines = ["# max_draft_len tuning", ""]
     inputs = doc["inputs"]
-    shown = [(k, inputs[k]) for k in ("profile", "trtllm_version", "mode", "max_tokens", "concurrency") if k in inputs]
+    # Unset inputs (a Triton profile names its Triton release, not a TensorRT-LLM one) are left out.
+    shown = [(k, inputs[k]) for k in ("profile", "trtllm_version", "triton_release", "mode", "max_tokens", "concurrency")
+             if inputs.get(k) is not None]
     lines.append("Profile and settings: " + ", ".join("%s `%s`" % item for item in shown)
                  + "; candidates %s (everything tuned is in `tune.json`, `inputs`)." % doc["candidates"])
     lines.append("")
