@@ -206,7 +206,7 @@ def report_markdown(doc):
     inputs = doc["inputs"]
     # Unset inputs (a Triton profile names its Triton release, not a TensorRT-LLM one) are left out.
     shown = [(k, inputs[k]) for k in ("profile", "trtllm_version", "triton_release", "mode", "max_tokens", "concurrency")
-             if inputs.get(k) is not None]
+             if inputs.get(k) not in (None, "", "None")]
     lines.append("Profile and settings: " + ", ".join("%s `%s`" % item for item in shown)
                  + "; candidates %s (everything tuned is in `tune.json`, `inputs`)." % doc["candidates"])
     lines.append("")
