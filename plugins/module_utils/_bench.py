@@ -119,6 +119,13 @@ def percentile(values, share):
     return ordered[index]
 
 
+def p50_p95_ms(seconds):
+    """``{p50, p95}`` in ms of a list of seconds, None when it is empty."""
+    if not seconds:
+        return None
+    return {"p50": 1000 * percentile(seconds, 0.5), "p95": 1000 * percentile(seconds, 0.95)}
+
+
 def iterations(doc):
     """The iteration entries of a ``/metrics`` document (a list, or a mapping holding one)."""
     if isinstance(doc, dict):
@@ -206,8 +213,8 @@ def run(base_url, api, model, prompts, max_tokens, temperature=0.0, concurrency=
         "concurrency": concurrency,
         "output_tokens": tokens,
         "tokens_per_s": tokens / wall if wall > 0 else None,
-        "ttft_ms": {"p50": 1000 * percentile(ttfts, 0.5), "p95": 1000 * percentile(ttfts, 0.95)},
-        "itl_ms": ({"p50": 1000 * percentile(gaps, 0.5), "p95": 1000 * percentile(gaps, 0.95)} if gaps else None),
+        "ttft_ms": p50_p95_ms(ttfts),
+        "itl_ms": p50_p95_ms(gaps),
     }
     out.update(speculative_stats(entries))
     if concurrency > 1:
@@ -241,8 +248,8 @@ def run_triton(client, model, prompts, max_tokens, tokenizer, runner, temperatur
         "concurrency": 1,
         "output_tokens": tokens,
         "tokens_per_s": tokens / wall if wall > 0 else None,
-        "ttft_ms": ({"p50": 1000 * percentile(ttfts, 0.5), "p95": 1000 * percentile(ttfts, 0.95)} if ttfts else None),
-        "itl_ms": ({"p50": 1000 * percentile(gaps, 0.5), "p95": 1000 * percentile(gaps, 0.95)} if gaps else None),
+        "ttft_ms": p50_p95_ms(ttfts),
+        "itl_ms": p50_p95_ms(gaps),
         "iterations": None,
         "step_ms_mean": None,
         "accepted_histogram": None,
