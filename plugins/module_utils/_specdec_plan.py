@@ -24,12 +24,15 @@ import json
 import posixpath
 import re
 
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _firewall as fw
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _preflight as pre
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _spark_net as net
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_options as trt
 
 CONFIG_MOUNT = "/etc/dgx-spark"
 MODELS_MOUNT = "/models"
 HF_MOUNT = "/root/.cache/huggingface"
+HF_MOUNT_HOST_TOKEN = "{0}/token"  # where `huggingface-cli login` writes the token, in the host's HF cache
 OPTIONS_FILE = "extra-llm-api-config.yml"
 HOSTFILE = "openmpi-hostfile"
 ENTRYPOINT = CONFIG_MOUNT + "/entrypoint.sh"
@@ -47,6 +50,7 @@ DEFAULT_MPI_EXPORT = ["CPATH", "TRITON_PTXAS_PATH", "HF_HOME"]
 # Open MPI 4.1 binds its out-of-band and TCP BTL listeners to the wildcard address whatever
 # *_if_include says (open-mpi/ompi#12668): pin them to these ports, which the containers' entrypoint
 # closes on every interface but loopback and the QSFP ones.
+DEFAULT_QSFP_MTU = 9000
 MPI_OOB_PORT = 50100
 MPI_BTL_PORTS = (50101, 32)
 # Labels and environment an image may carry its TensorRT-LLM release in (the lab's stand-in sets both).
@@ -215,6 +219,19 @@ class _Reader:
             number = None
         if number is None or not 0 < number <= 1:
             self.fail(name, value, "a number in (0, 1] or null")
+            return None
+        return number
+
+    def number(self, name, profile_key=None, default=None, minimum=0, nullable=False):
+        value = self.raw(name, profile_key, default)
+        if nullable and (value is None or self.unset(name)):
+            return None
+        try:
+            number = float(value) if not isinstance(value, bool) else None
+        except (TypeError, ValueError):
+            number = None
+        if number is None or number < minimum:
+            self.fail(name, value, "a number >= %s%s" % (minimum, " or null" if nullable else ""))
             return None
         return number
 
@@ -496,6 +513,20 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
     port = top.integer("specdec_serve_port", "port", 8000, 1, 65535)
     extra_args = top.strings("specdec_serve_extra_args", fmt="arg")
     mpi_export = top.strings("specdec_serve_mpi_export", default=DEFAULT_MPI_EXPORT, fmt="env_name")
+    # Who may reach the endpoint: nobody is filtered unless an allow-list is given.
+    allowed, bad_clients = fw.normalize_clients(top.strings("specdec_serve_allowed_clients", "allowed_clients"))
+    for value in bad_clients:
+        top.fail("specdec_serve_allowed_clients item", value, "an IPv4 address or network (A.B.C.D or A.B.C.D/N)")
+    if allowed and bind in ("localhost", "127.0.0.1", "::1"):
+        warnings.append("specdec_serve_allowed_clients on %s: the server listens on %s only, so no other client can "
+                        "reach it anyway (set specdec_serve_host: 0.0.0.0 to serve the allowed clients)" % (where, bind))
+    # gpt-oss tokenizes with openai_harmony, which reads its tiktoken encodings from TIKTOKEN_ENCODINGS_BASE.
+    encodings = None
+    if top.boolean("specdec_serve_tiktoken_encodings", "tiktoken_encodings", False):
+        encodings = (top.raw("specdec_serve_tiktoken_base_url", None, pre.TIKTOKEN_BASE_URL),
+                     top.raw("specdec_serve_tiktoken_sha256", None, dict(pre.TIKTOKEN_SHA256)))
+        for field, value, accepted in pre.encodings_errors(*encodings):
+            top.fail(field, value, accepted)
     if triton:
         api = top.choice("specdec_serve_validate_api", "api", "triton", ("triton",))
         ports = {"http": port,
@@ -553,12 +584,16 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
     for rank, host in enumerate(nodes):
         per[host] = _node_settings(host, rank, multinode, version, node_vars[host], profile, facts[host],
                                    errors, triton_release)
+        per[host]["memory"] = _memory_settings(_Reader(host, node_vars[host], profile, errors))
 
     # -- QSFP links, addresses and the hostfile (two or more Sparks)
     links = {}
     if multinode and len(nodes) >= 2:
         links = _plan_links(nodes, node_vars, facts, top, errors)
 
+    if allowed and not (facts[head].get("tools") or {}).get("iptables"):
+        errors.append("specdec_serve_allowed_clients on %s: the allow-list is enforced with iptables, which is not "
+                      "installed on %s (install the iptables package, or leave the list empty)" % (where, head))
     if errors:
         raise PlanError(cluster, errors)
     for host, link in links.items():
@@ -585,8 +620,19 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
             container_opts = CONFIG_MOUNT + "/" + OPTIONS_FILE
             serve = trt.serve_argv(model, container_opts, tp_size, bind, port, flags, trust_remote_code, extra_args)
         env = dict(node["env"])
-        # huggingface_hub reads the token from this file when it exists (a missing file means no token).
-        env["HF_TOKEN_PATH"] = CONFIG_MOUNT + "/hf_token"
+        # huggingface_hub reads the token from this file when it exists (a missing file means no token):
+        # ours, or the one `huggingface-cli login` stored in the login user's cache (mounted at HF_MOUNT).
+        login_token = node["hf_token_source"] == "login"
+        if login_token and not facts[host].get("hf_login_token"):
+            warnings.append("trtllm_container_hf_token_source on %s: login, but %s has no token stored by "
+                            "`huggingface-cli login` (~/.cache/huggingface/token); gated models need one, unless "
+                            "trtllm_container_hf_token is set (the role then writes that file)" % (host, node["login_user"]))
+        env["HF_TOKEN_PATH"] = HF_MOUNT + "/token" if login_token else CONFIG_MOUNT + "/hf_token"
+        fetch = []
+        if encodings:
+            tiktoken = pre.encodings_spec(node["config_dir"], CONFIG_MOUNT, *encodings)
+            env.update(tiktoken["env"])
+            fetch = tiktoken["files"]
         entry = ["/bin/bash", ENTRYPOINT]
         if node["install_sshd"] and multinode:
             entry.append("--install-missing")
@@ -604,6 +650,13 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
                 "OMPI_ALLOW_RUN_AS_ROOT": "1",
                 "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
             })
+            # One QSFP cable is two PCIe x4 halves: NCCL needs both RoCE devices of the Up pair for full bandwidth.
+            if node["nccl_ib_hca"]:
+                env["NCCL_IB_HCA"] = ",".join(node["nccl_ib_hca"])
+            else:
+                warnings.append("NCCL_IB_HCA on %s: not set, ibdev2netdev named no RoCE device of the Up QSFP "
+                                "netdevs (%s); NCCL may use one half of the port. Set trtllm_container_nccl_ib_hca"
+                                % (host, ", ".join(node["qsfp_interfaces"]) or "none"))
             entry += ["--sshd", "%s/ssh/sshd_config" % CONFIG_MOUNT]
             if node["mpi_firewall"]:
                 entry += ["--firewall", "%d:%d" % (MPI_OOB_PORT, MPI_BTL_PORTS[0] + MPI_BTL_PORTS[1] - 1),
@@ -613,7 +666,7 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
             expect.append((container_opts, options_sha))
             if multinode:
                 expect.append((CONFIG_MOUNT + "/" + HOSTFILE, sha256(hostfile)))
-                exports = mpi_export + ["HF_TOKEN_PATH"]
+                exports = mpi_export + ["HF_TOKEN_PATH"] + sorted(tiktoken["env"] if encodings else [])
                 # The server's launch only, so `mpirun -np 2 hostname` by hand still finds a free port.
                 command = trt.mpirun_argv(exports, serve, mca=[
                     ("oob_tcp_static_ipv4_ports", MPI_OOB_PORT), ("oob_tcp_static_ipv6_ports", MPI_OOB_PORT),
@@ -658,6 +711,22 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
         repo_dir = node["config_dir"] + "/" + TRITON_REPO_DIR
         if triton:
             volumes.append("%s:%s" % (repo_dir, TRITON_REPO_MOUNT))
+        # The allow-list guards the node that listens: the head (a worker's rules, if any, are removed).
+        serving_ports = sorted(set(ports.values())) if triton else [port]
+        clients = list(allowed)
+        if allowed and multinode:
+            # The workers wait for the head's readiness over the QSFP link (the memory guard).
+            clients += [a + "/32" for a in all_addresses if a + "/32" not in clients]
+        published = [p for p in (_host_port(spec) for spec in node["published_ports"]) if p] if node["own_network"] else []
+        firewall = fw.plan_rules(serving_ports, clients if rank == 0 else [], published or None)
+        firewall["read"] = bool((facts[host].get("tools") or {}).get("iptables"))
+        found = (facts[host].get("images") or {}).get(node["image"]) or {}
+        drift = pre.image_drift(node["image"], found, (facts[host].get("containers") or {}).get(node["name"]))
+        if drift:
+            warnings.append("trtllm_container_image on %s: %s" % (host, drift))
+        ready_url = _health_url(triton, bind, port, None if rank == 0 else per[head]["hostfile_address"])
+        what = " and its draft ".join([m for m in (model, draft_model if needs_draft else None) if m])
+        memory = node["memory"]
         docker = {
             "name": node["name"],
             "image": node["image"],
@@ -697,9 +766,17 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
                     {"path": node["models_dir"], "owner": node["login_user"], "mode": "0755"},
                     {"path": node["config_dir"], "owner": "root", "mode": "0755"},
                 ] + ([{"path": node["config_dir"] + "/ssh", "owner": "root", "mode": "0700"}] if multinode else [])
-                  + ([{"path": repo_dir, "owner": "root", "mode": "0755"}] if triton else []),
+                  + ([{"path": repo_dir, "owner": "root", "mode": "0755"}] if triton else [])
+                  + ([{"path": tiktoken["dir"], "owner": "root", "mode": "0755"}] if encodings else []),
                 "config_dir": node["config_dir"],
-                "token_file": node["config_dir"] + "/hf_token",
+                "token_file": HF_MOUNT_HOST_TOKEN.format(node["hf_cache_dir"]) if login_token
+                else node["config_dir"] + "/hf_token",
+                # The login token belongs to the user (their own hf CLI reads it) and is never removed here.
+                "token_owner": node["login_user"] if login_token else "root",
+                "token_keep": login_token,
+                "fetch": fetch,
+                "firewall": firewall,
+                "image_report": pre.image_report(node["image"], found, _image_version(found) if found else None),
                 "files": files,
                 "ssh": ssh,
                 "docker": docker,
@@ -724,11 +801,52 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
                     "argv": ["cp", "-R", "-n", trt.TRITON_TEMPLATE + "/.", TRITON_REPO_MOUNT + "/"],
                 },
                 "argv": command,
+                "memory": pre.memory_spec(memory["check"], memory["headroom_gib"],
+                                          _weights_on_host(node, model, draft_model if needs_draft else None, draft_dir),
+                                          round(1.0 / (tp_size or 1), 6), memory["weights_gib"], memory["drop_caches"],
+                                          memory["guard"], memory["guard_below_gib"], memory["guard_timeout"],
+                                          ready_url, what),
                 "endpoint": None if rank else _endpoint(triton, bind, port, ports if triton else None, model, api,
                                                         prompt, max_tokens, requests, node["name"]),
             },
         }
     return plans, warnings
+
+
+def _memory_settings(r):
+    """One node's memory pre-flight and load guard settings (UMA: the GPU's memory is the system's)."""
+    return {
+        "check": r.choice("specdec_serve_memory_check", None, "fail", ("fail", "warn", "skip")) or "fail",
+        "headroom_gib": r.number("specdec_serve_memory_headroom_gib", None, 8),
+        "weights_gib": r.number("specdec_serve_weights_gib", "weights_gib", None, nullable=True),
+        # NVIDIA's guides flush the page cache when UMA memory runs short; owners do it before every launch.
+        "drop_caches": r.boolean("specdec_serve_drop_caches", None, True),
+        "guard": r.boolean("specdec_serve_memory_guard", None, False),
+        "guard_below_gib": r.number("specdec_serve_memory_guard_below_gib", None, 8),
+        "guard_timeout": r.integer("specdec_serve_memory_guard_timeout", None, 3600, 1),
+    }
+
+
+def _weights_on_host(node, model, draft_model, draft_dir):
+    """The host directories of the weights the server loads (those the node can measure)."""
+    paths = []
+    for ref in [model] + ([draft_dir if draft_model and not _is_path(draft_model) else draft_model]
+                          if draft_model else []):
+        if not ref:
+            continue
+        if not _is_path(ref):
+            paths.append("%s/hub/%s" % (node["hf_cache_dir"], _hub_dir(ref)))
+        elif ref.rstrip("/").startswith(MODELS_MOUNT + "/"):
+            paths.append(node["models_dir"] + posixpath.normpath(ref)[len(MODELS_MOUNT):])
+        elif ref.rstrip("/").startswith(HF_MOUNT + "/"):
+            paths.append(node["hf_cache_dir"] + posixpath.normpath(ref)[len(HF_MOUNT):])
+    return paths
+
+
+def _health_url(triton, bind, port, host=None):
+    """The URL that answers 2xx once the server is ready (from the node itself, or from ``host``)."""
+    address = host or ("127.0.0.1" if bind in ("0.0.0.0", "localhost", "::") else bind)
+    return "http://%s:%d%s" % (address, port, "/v2/health/ready" if triton else "/health")
 
 
 def _endpoint(triton, bind, port, ports, model, api, prompt, max_tokens, requests, container):
@@ -835,11 +953,24 @@ def _node_settings(host, rank, multinode, version, variables, profile, spark, er
         "qsfp_interfaces": [],
         "qsfp_addresses": [],
         "hostfile_address": None,
+        # `huggingface-cli login` (NVIDIA's older single-Spark guide) keeps the token in the user's HF cache.
+        "hf_token_source": r.choice("trtllm_container_hf_token_source", "hf_token_source", "file", ("file", "login")),
+        "nccl_ib_hca": r.strings("trtllm_container_nccl_ib_hca", default=list((spark.get("qsfp") or {}).get("rdma") or [])),
     }
     if multinode and spark.get("infiniband") and "/dev/infiniband:/dev/infiniband" not in settings["devices"]:
         settings["devices"].append("/dev/infiniband:/dev/infiniband")
     settings.update(dirs)
     return settings
+
+
+def _host_port(spec):
+    """The host port of a published port spec ([IP:][HOST_PORT:]CONTAINER_PORT[/proto]), None for a range or UDP."""
+    text = str(spec)
+    if "/" in text and not text.endswith("/tcp"):
+        return None
+    parts = text.split("/")[0].rsplit(":", 2)
+    port = parts[-2] if len(parts) >= 2 else parts[-1]
+    return int(port) if port.isdigit() else None
 
 
 def _image(reader, version, triton_release=None):
@@ -856,9 +987,10 @@ def _image(reader, version, triton_release=None):
     else:
         repository = reader.string("trtllm_container_image_repository", None, DEFAULT_REPOSITORY, fmt="image")
         default_tag = version
-    if not default_tag and not reader.raw("trtllm_container_image_tag"):
+    if not default_tag and not reader.raw("trtllm_container_image_tag", "image_tag"):
         return None  # the tag follows the release, whose own check failed
-    tag = reader.string("trtllm_container_image_tag", None, default_tag, fmt="tag")
+    # A profile may name its guide's own tag (spark-single-gpu-dev); the inventory's wins.
+    tag = reader.string("trtllm_container_image_tag", None if triton_release else "image_tag", default_tag, fmt="tag")
     if repository and tag:
         image = "%s:%s" % (repository, tag)
         if FORMATS["image"][0](image):
@@ -876,7 +1008,8 @@ def _plan_links(nodes, node_vars, facts, top, errors, need_addresses=True):
     plan = top.choice("netplan_qsfp_plan", None, "addresses", ("addresses", "link_local"))
     preset = top.choice("netplan_qsfp_preset", None, "seed", tuple(net.PRESETS))
     interfaces = top.strings("netplan_qsfp_interfaces", default=list(net.QSFP_INTERFACES), fmt="iface")
-    mtu = top.integer("netplan_qsfp_mtu", None, None, 576, 9216, nullable=True)
+    # NCCL over RoCE reaches full bandwidth only with MTU 9000 on both ends of the cable.
+    mtu = top.integer("netplan_qsfp_mtu", None, DEFAULT_QSFP_MTU, 576, 9216, nullable=True)
     source_routing = top.boolean("netplan_qsfp_source_routing", None, True)
     table_base = top.integer("netplan_qsfp_routing_table_base", None, 101, 1)
     allow = top.boolean("netplan_qsfp_allow_disruptive", None, False)
@@ -951,6 +1084,17 @@ def _plan_links(nodes, node_vars, facts, top, errors, need_addresses=True):
             "node": node,
         }
     errors.extend(return_errors)
+    if return_errors:
+        return out
+    # Both ends of each link: the pre-flight stops when their MTUs would differ after this run; spark_link
+    # checks them again after netplan (MTU, a ping with don't-fragment at that size, the link speed).
+    pairs = pre.pair_links({h: out[h]["entries"] for h in out})
+    applies = {h: not out[h]["up_to_date"] or bool(out[h]["missing"]) for h in out}
+    errors.extend(pre.mtu_errors(pairs, {h: facts[h].get("mtu") or {} for h in out}, mtu, applies))
+    for host in out:
+        out[host]["mtu"] = mtu
+        out[host]["links"] = [{"iface": link["iface"], "address": link["address"], "peer": link["peer"],
+                               "peer_address": link["peer_address"], "mtu": mtu} for link in pairs.get(host, [])]
     return out
 
 

@@ -23,6 +23,10 @@ description:
   - The Docker runtimes (C(docker info)) and, for the references in O(images), whether each image is on the node with
     its ID, repository digests, labels and C(Config.Env) (C(docker image inspect)). A missing C(docker) command or
     an engine that does not answer is reported in C(docker.error); the module does not fail for it.
+  - The containers this collection created (label C(dgx-spark.specdec/role)): the image each was created from and
+    whether it runs, so the plan can tell when an image tag has moved since the last run.
+  - Whether C(iptables) is installed, and whether the login user has a Hugging Face token stored by
+    C(huggingface-cli login) (C(~/.cache/huggingface/token)).
   - Whether each path of O(paths) exists.
   - Commands run without a shell. The module never reports a change.
 extends_documentation_fragment:
@@ -260,6 +264,25 @@ ansible_facts:
           sample: {"nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6": {"present": true, "id": "sha256:0123abcd",
                    "repo_digests": ["nvcr.io/nvidia/tensorrt-llm/release@sha256:4567ef01"], "labels": {},
                    "env": {"TRTLLM_VERSION": "1.2.0rc6"}}}
+        containers:
+          description:
+            - The containers created by this collection (label C(dgx-spark.specdec/role)), by name, with C(image_ref)
+              (the reference they were created from), C(image_id) and C(running).
+            - Empty when O(docker=false) or the engine does not answer.
+          returned: success
+          type: dict
+          sample: {"trtllm-specdec": {"image_ref": "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6",
+                   "image_id": "sha256:0123abcd", "running": true}}
+        tools:
+          description: Whether the commands the roles may need are installed - C(iptables).
+          returned: success
+          type: dict
+          sample: {"iptables": true}
+        hf_login_token:
+          description: Whether C(~/.cache/huggingface/token) of the login user exists (written by C(huggingface-cli login)).
+          returned: success
+          type: bool
+          sample: false
         paths:
           description: Every path of O(paths), with whether it exists.
           returned: success
@@ -286,6 +309,7 @@ SOURCE_SYSFS = "/sys/class/net/*/operstate"
 SYS_CLASS_NET = "/sys/class/net"
 DEV_INFINIBAND = "/dev/infiniband"
 NETPLAN_DIR = "/etc/netplan"
+CONTAINER_LABEL = "dgx-spark.specdec/role"
 
 
 def _read_operstates(interfaces):
@@ -454,6 +478,26 @@ class SparkFacts:
             return {"ok": False, "error": "docker info returned no runtimes: %s" % to_native(exc), "runtimes": []}, {}
         return {"ok": True, "error": "", "runtimes": sorted(runtimes)}, self.images(docker)
 
+    def containers(self, docker):
+        """The collection's containers (by label) -> {name: {image_ref, image_id, running}}."""
+        rc, out, dummy = self.run([docker, "ps", "-a", "--quiet", "--no-trunc", "--filter", "label=" + CONTAINER_LABEL])
+        ids = out.split() if rc == 0 else []
+        if not ids:
+            return {}
+        rc, out, dummy = self.run([docker, "container", "inspect"] + ids)
+        try:
+            found = json.loads(out) if rc == 0 else []
+        except ValueError:
+            found = []
+        containers = {}
+        for item in found if isinstance(found, list) else []:
+            name = str(item.get("Name") or "").lstrip("/")
+            if name:
+                containers[name] = {"image_ref": (item.get("Config") or {}).get("Image") or "",
+                                    "image_id": item.get("Image") or "",
+                                    "running": bool((item.get("State") or {}).get("Running"))}
+        return containers
+
     def inspect(self, docker, refs):
         """-> list of inspect objects, or None when docker did not answer rc=0 with a JSON list."""
         rc, out, dummy = self.run([docker, "image", "inspect"] + refs)
@@ -520,6 +564,10 @@ class SparkFacts:
         spark.update(self.network())
         spark["infiniband"] = os.path.exists(DEV_INFINIBAND)
         spark["docker"], spark["images"] = self.docker()
+        docker = self.module.get_bin_path("docker") if spark["docker"]["ok"] else None
+        spark["containers"] = self.containers(docker) if docker else {}
+        spark["tools"] = {"iptables": bool(self.module.get_bin_path("iptables", opt_dirs=["/usr/sbin", "/sbin"]))}
+        spark["hf_login_token"] = os.path.exists(os.path.join(spark["home"], ".cache", "huggingface", "token"))
         spark["paths"] = self.paths()
         spark["netplan"] = self.netplan()
         return spark

@@ -12,6 +12,9 @@ import yaml
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 QSFP = ("enp1s0f1np1", "enP2p1s0f1np1")
+# The RoCE device of each QSFP netdev, as ibdev2netdev names them on a Spark.
+RDMA = {"enp1s0f0np0": "rocep1s0f0", "enP2p1s0f0np0": "roceP2p1s0f0", "enp1s0f1np1": "rocep1s0f1",
+        "enP2p1s0f1np1": "roceP2p1s0f1"}
 # NVIDIA's two-Spark address plan, as in inventories/example.
 SEED_ADDRESSES = {"spark-a": {"enp1s0f1np1": "192.168.200.12/24", "enP2p1s0f1np1": "192.168.200.14/24"},
                   "spark-b": {"enp1s0f1np1": "192.168.200.13/24", "enP2p1s0f1np1": "192.168.200.15/24"}}
@@ -27,11 +30,14 @@ def spark(name, up=QSFP, ipv4=None, images=None, docker_ok=True, user="spark"):
     """The ``spark`` fact that spark_facts returns for a node (healthy unless told otherwise)."""
     return {
         "login_user": user, "home": "/home/" + user, "uid": 1000, "gid": 1000, "hostname": name,
-        "qsfp": {"up": list(up), "source": "ibdev2netdev", "rdma": []},
+        "qsfp": {"up": list(up), "source": "ibdev2netdev", "rdma": [RDMA.get(i, "roce" + i) for i in up]},
         "ipv4": ipv4 if ipv4 is not None else {"eth0": ["172.18.0.2/16"]},
         "default_ipv4": {"interface": "eth0", "address": "172.18.0.2"},
         "infiniband": False,
         "docker": {"ok": docker_ok, "error": "" if docker_ok else "Cannot connect to the Docker daemon",
                    "runtimes": ["runc"]},
         "images": images if images is not None else {},
+        "containers": {},
+        "tools": {"iptables": True},
+        "hf_login_token": False,
     }

@@ -215,7 +215,8 @@ def test_low_latency_publishes_its_port_on_a_bridge():
     plans, dummy = one(prof="single_spark_low_latency")
     docker = plans["spark-a"]["container"]["docker"]
     assert docker["network_mode"] == "bridge" and docker["published_ports"] == ["8000:8000"]
-    assert docker["env"] == {"TRTLLM_ENABLE_PDL": "1", "HF_TOKEN_PATH": "/etc/dgx-spark/hf_token"}
+    assert docker["env"] == {"TRTLLM_ENABLE_PDL": "1", "HF_TOKEN_PATH": "/etc/dgx-spark/hf_token",
+                             "TIKTOKEN_ENCODINGS_BASE": "/etc/dgx-spark/tiktoken"}
     assert "--trust_remote_code" in plans["spark-a"]["serve"]["argv"]
 
 

@@ -79,6 +79,7 @@ class FakeNode:
         self.routes = (0, json.dumps(ROUTES), "")
         self.docker_info = (0, json.dumps(RUNTIMES) + "\n", "")
         self.images = dict(INSPECT)
+        self.containers = []  # `docker container inspect` objects of the collection's containers
         self.calls = []
 
     def get_bin_path(self, module, arg, required=False, opt_dirs=None):
@@ -109,6 +110,10 @@ class FakeNode:
             missing = [ref for ref in refs if ref not in self.images and ref not in by_id]
             err = "".join("Error: No such image: %s\n" % ref for ref in missing)
             return (1 if missing else 0), json.dumps(found, indent=4) + "\n", err
+        if args[1:] == ["ps", "-a", "--quiet", "--no-trunc", "--filter", "label=dgx-spark.specdec/role"]:
+            return 0, "".join(c["Id"] + "\n" for c in self.containers), ""
+        if args[1:3] == ["container", "inspect"]:
+            return 0, json.dumps([c for c in self.containers if c["Id"] in args[3:]]), ""
         raise AssertionError("unexpected command %r" % (args,))
 
     def commands(self):
@@ -222,7 +227,25 @@ def test_full_fact(capsys, node):
         "paths": {str(present): True, str(node.tmp / "nope"): False},
         "login_groups": ["spark", "sudo", "docker"],
         "netplan": {},
+        "containers": {},
+        "tools": {"iptables": False},
+        "hf_login_token": False,
     }
+
+
+def test_containers_of_the_collection_and_tools(capsys, node):
+    node.bins["iptables"] = "/usr/sbin/iptables"
+    node.containers = [{"Id": "c1", "Name": "/trtllm-specdec", "Image": "sha256:aaaa",
+                        "Config": {"Image": IMAGE_A}, "State": {"Running": True}},
+                       {"Id": "c2", "Name": "/old", "Image": "sha256:bbbb", "Config": {"Image": IMAGE_B},
+                        "State": {"Running": False}}]
+    spark = gather(capsys)
+    assert spark["containers"] == {
+        "trtllm-specdec": {"image_ref": IMAGE_A, "image_id": "sha256:aaaa", "running": True},
+        "old": {"image_ref": IMAGE_B, "image_id": "sha256:bbbb", "running": False},
+    }
+    assert spark["tools"] == {"iptables": True}
+    assert ["docker", "container", "inspect", "c1", "c2"] in node.commands()
 
 
 def test_netplan_files_with_checksum_and_mode(capsys, node):
@@ -244,6 +267,7 @@ def test_commands_are_argv_lists_and_read_only(capsys, node):
         ["ip", "-j", "-4", "route", "show", "default"],
         ["docker", "info", "--format", "{{json .Runtimes}}"],
         ["docker", "image", "inspect", IMAGE_A, IMAGE_B],
+        ["docker", "ps", "-a", "--quiet", "--no-trunc", "--filter", "label=dgx-spark.specdec/role"],
     ]
     assert all(kwargs.get("check_rc") is False for dummy, kwargs in node.calls)
 
