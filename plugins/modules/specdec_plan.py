@@ -28,14 +28,25 @@ description:
     C(max_draft_len), options and extra options, trtllm-serve flags and extra arguments, mpirun exports, validation
     request), C(trtllm_container_*) (mode, name, image, repository, tag, pull, GPUs, network and IPC mode, published
     ports, memlock and stack, restart policy, environment, CUDA environment, devices, host directories, SSH port,
-    C(install_sshd), C(mpi_firewall), QSFP interfaces and addresses), C(netplan_qsfp_*) (plan, preset, addresses,
-    interfaces, MTU, source routing and its table base, C(allow_disruptive), management address, file) and
-    C(openmpi_hostfile_address), C(openmpi_hostfile_slots).
+    C(install_sshd), C(mpi_firewall), QSFP interfaces and addresses, C(nccl_ib_hca), C(hf_token_source)),
+    C(netplan_qsfp_*) (plan, preset, addresses, interfaces, MTU (default 9000), source routing and its table base,
+    C(allow_disruptive), management address, file) and C(openmpi_hostfile_address), C(openmpi_hostfile_slots).
+  - B(What a real Spark needs.) C(specdec_serve_memory_check) (C(fail), C(warn), C(skip)),
+    C(specdec_serve_memory_headroom_gib) (8), C(specdec_serve_weights_gib) (the weights before they are downloaded),
+    C(specdec_serve_drop_caches) (true), C(specdec_serve_memory_guard) (false), C(specdec_serve_memory_guard_below_gib)
+    (8) and C(specdec_serve_memory_guard_timeout) (3600) become each node's C(serve.memory) for
+    M(dgx_spark.specdec.spark_memory); C(specdec_serve_tiktoken_encodings) (profile C(tiktoken_encodings), the gpt-oss
+    profiles), C(specdec_serve_tiktoken_base_url) and C(specdec_serve_tiktoken_sha256) the encodings fetched once and
+    mounted (C(TIKTOKEN_ENCODINGS_BASE)); C(specdec_serve_allowed_clients) (IPv4 addresses or networks) the endpoint's
+    iptables allow-list (C(container.firewall)).
   - B(What it checks), each failure naming the field, the host, the value and what is accepted - formats of every value that
     reaches a command, a path or a file name (model and draft ids, paths, container names, image references, interface
     names, addresses, ports, environment names); the QSFP port pair on every node, the address plan on and across the
     nodes and the management path; the options file for the TensorRT-LLM release (M(dgx_spark.specdec.trtllm_options));
-    C(tp_size) against the nodes; the image against C(trtllm_container_pull) and the release it reports.
+    C(tp_size) against the nodes; the image against C(trtllm_container_pull) and the release it reports; the MTU of
+    both ends of each QSFP link after this run; that iptables exists where an allow-list is set. It warns when an image
+    tag now names another image than the one the container was created from, and when C(NCCL_IB_HCA) cannot be
+    derived from C(ibdev2netdev).
   - B(What it computes) - per node the netplan document and QSFP addresses, the OpenMPI hostfile (head first), the
     container (name, image, mounts, environment, devices, GPU request, restart policy, command), the sshd and ssh client
     configuration, the downloads, the options file and the trtllm-serve (and mpirun) command line, and the endpoint to
