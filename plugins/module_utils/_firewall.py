@@ -116,7 +116,7 @@ def parse_line(line):
 def changes(listing, spec):
     """Compare ``iptables -S`` (filter table) with the planned rules.
 
-    Returns {"create_chain", "rebuild", "chain_rules", "add", "remove", "delete_chain", "changed"}:
+    Returns {"create_chain", "rebuild", "chain_rules", "add", "remove", "delete_chain", "apply"}:
     ``rebuild`` flushes the chain and appends ``chain_rules`` in order; ``add`` are jump rules to insert
     at the top; ``remove`` are ``iptables -D`` argument lists for rules of ours that are no longer planned.
     """
@@ -152,5 +152,5 @@ def changes(listing, spec):
         "flush": (rebuild and chain_exists and bool(current_chain)) or (delete_chain and bool(current_chain)),
         "delete_chain": delete_chain,
     }
-    result["changed"] = bool(result["create_chain"] or rebuild or add or remove or delete_chain)
+    result["apply"] = bool(result["create_chain"] or rebuild or add or remove or delete_chain)
     return result

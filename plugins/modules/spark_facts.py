@@ -23,7 +23,7 @@ description:
   - The Docker runtimes (C(docker info)) and, for the references in O(images), whether each image is on the node with
     its ID, repository digests, labels and C(Config.Env) (C(docker image inspect)). A missing C(docker) command or
     an engine that does not answer is reported in C(docker.error); the module does not fail for it.
-  - The containers this collection created (label C(dgx-spark.specdec/role)): the image each was created from and
+  - The containers this collection created (label C(dgx-spark.specdec/role)) - the image each was created from and
     whether it runs, so the plan can tell when an image tag has moved since the last run.
   - Whether C(iptables) is installed, and whether the login user has a Hugging Face token stored by
     C(huggingface-cli login) (C(~/.cache/huggingface/token)).

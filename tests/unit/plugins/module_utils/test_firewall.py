@@ -60,7 +60,7 @@ def test_published_port_adds_the_docker0_rules_of_the_low_latency_recipe():
 
 def test_applied_rules_need_no_change():
     result = fw.changes(APPLIED, spec())
-    assert result["changed"] is False
+    assert result["apply"] is False
     assert result["add"] == [] and result["remove"] == [] and not result["rebuild"] and not result["create_chain"]
 
 
@@ -88,11 +88,11 @@ def test_another_port_replaces_the_old_jump():
 
 def test_emptied_allow_list_removes_everything_of_ours_only():
     result = fw.changes(APPLIED, fw.plan_rules([8000], []))
-    assert result["delete_chain"] and result["flush"] and result["changed"]
+    assert result["delete_chain"] and result["flush"] and result["apply"]
     assert result["remove"] == [["-D", "INPUT", "-p", "tcp", "-m", "multiport", "--dports", "8000", "-m", "comment",
                                  "--comment", "dgx-spark.specdec", "-j", "DGX-SPECDEC"]]
     # The other rule of INPUT and the other chain are not ours.
-    assert fw.changes("-N OTHER\n-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT\n", fw.plan_rules([8000], []))["changed"] is False
+    assert fw.changes("-N OTHER\n-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT\n", fw.plan_rules([8000], []))["apply"] is False
 
 
 @pytest.mark.parametrize("line, parsed", [
