@@ -150,8 +150,9 @@ def mtu_errors(links, mtus, planned, applies):
             elif planned is not None and values[0] != planned:
                 errors.append("QSFP link %s of %s (%s) to %s (%s): the MTU is %d on both ends but netplan plans %d "
                               "and its file is already installed: something changed it since (netplan apply on "
-                              "both nodes restores it)" % (link["iface"], host, link["address"], link["peer"],
-                                                            link["peer_address"], values[0], planned))
+                              "both nodes restores it)"
+                              % (link["iface"], host, link["address"], link["peer"], link["peer_address"], values[0],
+                                 planned))
     return errors
 
 

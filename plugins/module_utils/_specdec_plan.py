@@ -968,7 +968,7 @@ def _host_port(spec):
     text = str(spec)
     if "/" in text and not text.endswith("/tcp"):
         return None
-    parts = text.split("/")[0].rsplit(":", 2)
+    parts = text.split("/", maxsplit=1)[0].rsplit(":", 2)
     port = parts[-2] if len(parts) >= 2 else parts[-1]
     return int(port) if port.isdigit() else None
 

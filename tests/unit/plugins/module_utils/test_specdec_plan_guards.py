@@ -75,8 +75,8 @@ def test_gpt_oss_profiles_fetch_and_mount_the_encodings():
     plans, dummy = one()
     container = plans["spark-a"]["container"]
     assert container["docker"]["env"]["TIKTOKEN_ENCODINGS_BASE"] == "/etc/dgx-spark/tiktoken"
-    assert [f["dest"] for f in container["fetch"]] == ["/home/spark/.dgx-spark/tiktoken/cl100k_base.tiktoken",
-                                                        "/home/spark/.dgx-spark/tiktoken/o200k_base.tiktoken"]
+    assert [f["dest"] for f in container["fetch"]] == [
+        "/home/spark/.dgx-spark/tiktoken/cl100k_base.tiktoken", "/home/spark/.dgx-spark/tiktoken/o200k_base.tiktoken"]
     assert {"path": "/home/spark/.dgx-spark/tiktoken", "owner": "root", "mode": "0755"} in container["dirs"]
     # Other models need none.
     plans, dummy = one(prof="single_spark_draft_target")
