@@ -5,8 +5,8 @@
 """Who may reach the serving endpoint: the node's iptables rules, planned and compared with what is there.
 
 Pure functions, standard library only. ``plan_rules`` turns the allow-list into rules for
-``ansible.builtin.iptables``; ``changes`` compares them with ``iptables -S`` and says what to add and
-remove, so a run that changes nothing touches nothing.
+``ansible.builtin.iptables``; ``changes`` compares them with ``iptables -S`` (read by ``spark_facts``) and says
+what to add and remove, so a run that changes nothing touches nothing.
 
 The rules, all marked with the comment ``dgx-spark.specdec``:
 

@@ -719,7 +719,8 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
             clients += [a + "/32" for a in all_addresses if a + "/32" not in clients]
         published = [p for p in (_host_port(spec) for spec in node["published_ports"]) if p] if node["own_network"] else []
         firewall = fw.plan_rules(serving_ports, clients if rank == 0 else [], published or None)
-        firewall["read"] = bool((facts[host].get("tools") or {}).get("iptables"))
+        # What differs from the node's rules (read by spark_facts): a run that changes nothing touches no rule.
+        firewall["changes"] = fw.changes("\n".join(facts[host].get("firewall") or []), firewall)
         found = (facts[host].get("images") or {}).get(node["image"]) or {}
         drift = pre.image_drift(node["image"], found, (facts[host].get("containers") or {}).get(node["name"]))
         if drift:

@@ -25,8 +25,9 @@ description:
     an engine that does not answer is reported in C(docker.error); the module does not fail for it.
   - The containers this collection created (label C(dgx-spark.specdec/role)) - the image each was created from and
     whether it runs, so the plan can tell when an image tag has moved since the last run.
-  - Whether C(iptables) is installed, and whether the login user has a Hugging Face token stored by
-    C(huggingface-cli login) (C(~/.cache/huggingface/token)).
+  - Whether C(iptables) is installed and the rules of the collection's endpoint allow-list (C(iptables -w -S), only the
+    chain C(DGX-SPECDEC) and rules marked C(dgx-spark.specdec)), and whether the login user has a Hugging Face token
+    stored by C(huggingface-cli login) (C(~/.cache/huggingface/token)).
   - Whether each path of O(paths) exists.
   - Commands run without a shell. The module never reports a change.
 extends_documentation_fragment:
@@ -278,6 +279,14 @@ ansible_facts:
           returned: success
           type: dict
           sample: {"iptables": true}
+        firewall:
+          description:
+            - The lines of C(iptables -w -S) (filter table) that belong to the endpoint's allow-list - the chain
+              C(DGX-SPECDEC) and the rules marked with the comment C(dgx-spark.specdec). Empty without iptables.
+          returned: success
+          type: list
+          elements: str
+          sample: ["-N DGX-SPECDEC", "-A INPUT -p tcp -m multiport --dports 8000 -m comment --comment \"dgx-spark.specdec\" -j DGX-SPECDEC"]
         hf_login_token:
           description: Whether C(~/.cache/huggingface/token) of the login user exists (written by C(huggingface-cli login)).
           returned: success
@@ -310,6 +319,8 @@ SYS_CLASS_NET = "/sys/class/net"
 DEV_INFINIBAND = "/dev/infiniband"
 NETPLAN_DIR = "/etc/netplan"
 CONTAINER_LABEL = "dgx-spark.specdec/role"
+FIREWALL_CHAIN = "DGX-SPECDEC"
+FIREWALL_COMMENT = "dgx-spark.specdec"
 
 
 def _read_operstates(interfaces):
@@ -538,6 +549,13 @@ class SparkFacts:
             images[ref] = _image_entry(one[0] if one else None)
         return images
 
+    def firewall(self, iptables):
+        """The allow-list's lines of ``iptables -w -S``: the plan compares them with its rules (no read task later)."""
+        rc, out, dummy = self.run([iptables, "-w", "-S"])
+        if rc != 0:
+            return []
+        return [line for line in out.splitlines() if FIREWALL_CHAIN in line or FIREWALL_COMMENT in line]
+
     def paths(self):
         return {path: os.path.exists(path) for path in self.params["paths"]}
 
@@ -566,7 +584,9 @@ class SparkFacts:
         spark["docker"], spark["images"] = self.docker()
         docker = self.module.get_bin_path("docker") if spark["docker"]["ok"] else None
         spark["containers"] = self.containers(docker) if docker else {}
-        spark["tools"] = {"iptables": bool(self.module.get_bin_path("iptables", opt_dirs=["/usr/sbin", "/sbin"]))}
+        iptables = self.module.get_bin_path("iptables", opt_dirs=["/usr/sbin", "/sbin"])
+        spark["tools"] = {"iptables": bool(iptables)}
+        spark["firewall"] = self.firewall(iptables) if iptables else []
         spark["hf_login_token"] = os.path.exists(os.path.join(spark["home"], ".cache", "huggingface", "token"))
         spark["paths"] = self.paths()
         spark["netplan"] = self.netplan()

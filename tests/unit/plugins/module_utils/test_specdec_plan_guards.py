@@ -162,7 +162,7 @@ def test_image_by_digest():
 def test_allow_list_guards_the_serving_ports():
     plans, dummy = one({"specdec_serve_host": "0.0.0.0", "specdec_serve_allowed_clients": ["10.0.0.7", "10.1.0.0/16"]})
     firewall = plans["spark-a"]["container"]["firewall"]
-    assert firewall["enabled"] and firewall["read"]
+    assert firewall["enabled"] and firewall["changes"]["create_chain"] and firewall["changes"]["apply"]
     assert [r.get("source") for r in firewall["chain_rules"]][:2] == ["10.0.0.7/32", "10.1.0.0/16"]
     assert firewall["jumps"][-1]["destination_ports"] == ["8000"]
     # Triton: its three ports.
@@ -176,6 +176,25 @@ def test_allow_list_of_a_pair_admits_the_workers_and_leaves_workers_open():
     assert [r.get("source") for r in head["chain_rules"] if r.get("source")] == [
         "10.0.0.7/32", "192.168.200.12/32", "192.168.200.14/32", "192.168.200.13/32", "192.168.200.15/32"]
     assert plans["spark-b"]["container"]["firewall"]["enabled"] is False
+    assert plans["spark-b"]["container"]["firewall"]["changes"]["apply"] is False
+
+
+def test_rules_already_there_change_nothing_and_a_dropped_list_removes_them():
+    variables = {"specdec_serve_host": "0.0.0.0", "specdec_serve_allowed_clients": ["10.0.0.7"]}
+    plans, dummy = one(variables)
+    firewall = plans["spark-a"]["container"]["firewall"]
+    fact = spark("spark-a")
+    fact["firewall"] = ["-N DGX-SPECDEC",
+                        '-A INPUT -p tcp -m multiport --dports 8000 -m comment --comment "dgx-spark.specdec" -j DGX-SPECDEC',
+                        '-A DGX-SPECDEC -s 10.0.0.7/32 -m comment --comment "dgx-spark.specdec" -j ACCEPT',
+                        '-A DGX-SPECDEC -i lo -m comment --comment "dgx-spark.specdec" -j ACCEPT',
+                        '-A DGX-SPECDEC -p tcp -m comment --comment "dgx-spark.specdec" -j REJECT --reject-with tcp-reset']
+    assert firewall["changes"]["chain_rules"] and not firewall["changes"]["flush"]
+    plans, dummy = one(variables, facts=fact)
+    assert plans["spark-a"]["container"]["firewall"]["changes"]["apply"] is False
+    plans, dummy = one({"specdec_serve_host": "0.0.0.0"}, facts=fact)
+    changes = plans["spark-a"]["container"]["firewall"]["changes"]
+    assert changes["delete_chain"] and changes["flush"] and changes["remove"][0][:2] == ["-D", "INPUT"]
 
 
 def test_published_port_brings_the_docker0_rules():

@@ -112,6 +112,9 @@ class FakeNode:
             return (1 if missing else 0), json.dumps(found, indent=4) + "\n", err
         if args[1:] == ["ps", "-a", "--quiet", "--no-trunc", "--filter", "label=dgx-spark.specdec/role"]:
             return 0, "".join(c["Id"] + "\n" for c in self.containers), ""
+        if args[1:] == ["-w", "-S"]:
+            return 0, ("-P INPUT ACCEPT\n-N DGX-SPECDEC\n-N DGX_SPARK_MPI\n-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT\n"
+                       '-A INPUT -p tcp -m multiport --dports 8000 -m comment --comment "dgx-spark.specdec" -j DGX-SPECDEC\n'), ""
         if args[1:3] == ["container", "inspect"]:
             return 0, json.dumps([c for c in self.containers if c["Id"] in args[3:]]), ""
         raise AssertionError("unexpected command %r" % (args,))
@@ -229,6 +232,7 @@ def test_full_fact(capsys, node):
         "netplan": {},
         "containers": {},
         "tools": {"iptables": False},
+        "firewall": [],
         "hf_login_token": False,
     }
 
@@ -245,6 +249,9 @@ def test_containers_of_the_collection_and_tools(capsys, node):
         "old": {"image_ref": IMAGE_B, "image_id": "sha256:bbbb", "running": False},
     }
     assert spark["tools"] == {"iptables": True}
+    # Only the allow-list's lines of the filter table.
+    assert spark["firewall"] == ["-N DGX-SPECDEC", '-A INPUT -p tcp -m multiport --dports 8000 -m comment --comment '
+                                 '"dgx-spark.specdec" -j DGX-SPECDEC']
     assert ["docker", "container", "inspect", "c1", "c2"] in node.commands()
 
 
