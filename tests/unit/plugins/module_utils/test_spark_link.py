@@ -195,9 +195,9 @@ def test_parse_operstate(text, expected):
 
 def test_ping_argv_df_and_small():
     assert link.ping_argv(PING, "enp1s0f1np1", "192.168.200.13", 2, 2, link.ping_size(9000)) == [
-        PING, "-n", "-M", "do", "-s", "8972", "-c", "2", "-W", "2", "-I", "enp1s0f1np1", "192.168.200.13"]
+        PING, "-n", "-M", "do", "-s", "8972", "-c", "2", "-i", "0.2", "-W", "2", "-I", "enp1s0f1np1", "192.168.200.13"]
     assert link.ping_argv(PING, "enp1s0f1np1", "192.168.200.13", 1, 3) == [
-        PING, "-n", "-c", "1", "-W", "3", "-I", "enp1s0f1np1", "192.168.200.13"]
+        PING, "-n", "-c", "1", "-i", "0.2", "-W", "3", "-I", "enp1s0f1np1", "192.168.200.13"]
     assert link.ping_size(1500) == 1472 and link.ping_size(576) == 548
 
 
@@ -321,7 +321,7 @@ def test_check_link_ok():
         "ping": {"size": 8972, "df": True, "transmitted": 2, "received": 2, "rtt_avg_ms": 0.05, "ok": True},
         "ok": True, "cause": "",
     }
-    assert run.calls == [[PING, "-n", "-M", "do", "-s", "8972", "-c", "2", "-W", "2", "-I", "enp1s0f1np1",
+    assert run.calls == [[PING, "-n", "-M", "do", "-s", "8972", "-c", "2", "-i", "0.2", "-W", "2", "-I", "enp1s0f1np1",
                           "192.168.200.13"]]
 
 
@@ -334,7 +334,7 @@ def test_check_link_unplanned_mtu_uses_current():
     run = Runner((0, PING_OK, ""))
     result = check(run, spec(mtu=None), netdev(mtu=1500), count=3, timeout=1)
     assert result["ok"] is True and result["planned_mtu"] is None and result["ping"]["size"] == 1472
-    assert run.calls[0][5:11] == ["1472", "-c", "3", "-W", "1", "-I"]
+    assert run.calls[0][5:13] == ["1472", "-c", "3", "-i", "0.2", "-W", "1", "-I"]
 
 
 def test_check_link_mtu_differs_and_too_long():
@@ -361,7 +361,7 @@ def test_check_link_peer_mtu_lower():
     assert result["cause"].startswith("no reply to a 9000-byte ping with don't-fragment (ping -M do -s 8972): the MTU "
                                       "of spark-b's end is probably lower than 9000, or the link is down (a normal "
                                       "ping: small packets cross, so the other end's MTU is lower than 9000)")
-    assert run.calls[1] == [PING, "-n", "-c", "1", "-W", "2", "-I", "enp1s0f1np1", "192.168.200.13"]
+    assert run.calls[1] == [PING, "-n", "-c", "1", "-i", "0.2", "-W", "2", "-I", "enp1s0f1np1", "192.168.200.13"]
 
 
 def test_check_link_nothing_crosses_and_operstate():

@@ -161,8 +161,8 @@ def test_all_links_ok(capsys, node):
         "enP2p1s0f1np1 -> spark-b 192.168.200.15: MTU 9000, 200000 Mb/s, DF ping 8972 bytes 2/2 (0.05 ms)",
     ]
     assert node.commands() == [
-        ["ping", "-n", "-M", "do", "-s", "8972", "-c", "2", "-W", "2", "-I", "enp1s0f1np1", "192.168.200.13"],
-        ["ping", "-n", "-M", "do", "-s", "8972", "-c", "2", "-W", "2", "-I", "enP2p1s0f1np1", "192.168.200.15"],
+        ["ping", "-n", "-M", "do", "-s", "8972", "-c", "2", "-i", "0.2", "-W", "2", "-I", "enp1s0f1np1", "192.168.200.13"],
+        ["ping", "-n", "-M", "do", "-s", "8972", "-c", "2", "-i", "0.2", "-W", "2", "-I", "enP2p1s0f1np1", "192.168.200.15"],
     ]
 
 
@@ -172,7 +172,7 @@ def test_count_timeout_and_unplanned_mtu(capsys, node):
                              "count": 3, "timeout": 1})
     assert result["links"][0]["planned_mtu"] is None and result["links"][0]["mtu"] == 1500
     assert result["links"][0]["address"] == "" and result["links"][0]["ping"]["size"] == 1472
-    assert node.commands() == [["ping", "-n", "-M", "do", "-s", "1472", "-c", "3", "-W", "1", "-I", "enp1s0f0np0",
+    assert node.commands() == [["ping", "-n", "-M", "do", "-s", "1472", "-c", "3", "-i", "0.2", "-W", "1", "-I", "enp1s0f0np0",
                                 "192.168.100.11"]]
 
 
@@ -256,7 +256,7 @@ def test_peer_mtu_lower_small_ping_crosses(capsys, node):
         "(192.168.200.13): no reply to a 9000-byte ping with don't-fragment (ping -M do -s 8972): the MTU of spark-b's "
         "end is probably lower than 9000, or the link is down (a normal ping: small packets cross, so the other end's "
         "MTU is lower than 9000) [ping: 2 packets transmitted, 0 received, 100% packet loss, time 1021ms]")
-    assert node.commands()[1] == ["ping", "-n", "-c", "1", "-W", "2", "-I", "enp1s0f1np1", "192.168.200.13"]
+    assert node.commands()[1] == ["ping", "-n", "-c", "1", "-i", "0.2", "-W", "2", "-I", "enp1s0f1np1", "192.168.200.13"]
     assert result["links"][0]["ping"]["received"] == 0 and result["links"][0]["operstate"] == "up"
 
 
@@ -273,7 +273,7 @@ def test_nothing_crosses_operstate_down(capsys, node):
     assert (entry["operstate"], entry["speed_mbps"], entry["address"]) == ("down", None, "")
     assert result["summary"] == ["enp1s0f1np1 -> spark-b 192.168.200.13: MTU 9000, speed not shown, operstate down, "
                                  "DF ping 8972 bytes 0/2"]
-    assert node.commands()[1] == ["ping", "-n", "-c", "1", "-W", "3", "-I", "enp1s0f1np1", "192.168.200.13"]
+    assert node.commands()[1] == ["ping", "-n", "-c", "1", "-i", "0.2", "-W", "3", "-I", "enp1s0f1np1", "192.168.200.13"]
 
 
 def test_wrong_peer_address_nothing_crosses(capsys, node):
