@@ -38,6 +38,23 @@ def test_addresses_on_the_up_ports_and_both_links_ping(host, node):
         assert host.run("ping -c1 -W2 -I %s %s", iface, peer).rc == 0
 
 
+def test_mtu_9000_on_both_ends_and_a_full_size_packet_crosses(host, node):
+    for iface, peer in zip(QSFP, PLAN[PEER[node]]):
+        assert " mtu 9000 " in host.check_output("ip -o link show dev %s", iface)
+        assert host.run("ping -c1 -W2 -M do -s 8972 -I %s %s", iface, peer).rc == 0
+
+
+def test_link_check_from_both_ends_reports_each_link(host, node):
+    if node != "spark-a":
+        pytest.skip("one run checks both nodes")
+    rc, output = vh.run_playbook("qsfp_link.yml")
+    assert rc == 0 and vh.changed_total(output) == 0, output[-3000:]
+    for me, peer in (("spark-a", "spark-b"), ("spark-b", "spark-a")):
+        for iface, address in zip(QSFP, PLAN[peer]):
+            assert "%s -> %s %s: MTU 9000" % (iface, peer, address) in output, output[-3000:]
+    assert "DF ping 8972 bytes" in output
+
+
 def test_sshd_listens_on_the_qsfp_addresses_only(host, node):
     listening = host.check_output("ss -Hltn 'sport = :2233'")
     bound = sorted(line.split()[3] for line in listening.splitlines())
@@ -78,6 +95,8 @@ def test_container_environment_and_mounts(host, node):
     assert env["OMPI_MCA_orte_default_hostfile"] == "/etc/openmpi-hostfile"
     assert env["OMPI_MCA_rmaps_ppr_n_pernode"] == "1"
     assert env["OMPI_ALLOW_RUN_AS_ROOT"] == env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] == "1"
+    # Both halves of the cabled port, from ibdev2netdev: NCCL's full bandwidth over one QSFP cable.
+    assert env["NCCL_IB_HCA"] == "rocep1s0f1,roceP2p1s0f1"
     assert env["CPATH"] == "/usr/local/cuda/include"
     assert env["TRITON_PTXAS_PATH"] == "/usr/local/cuda/bin/ptxas"
     # The server (head) or sshd (worker) is the container's own process, supervised by Docker.
@@ -222,6 +241,24 @@ def test_unplugged_cable_fails_early_and_changes_nothing(host, node):
     finally:
         for iface in QSFP:
             host.run("sudo ip link set %s up", iface)
+
+
+def test_mtu_differing_between_the_ends_fails_early_and_changes_nothing(host, node):
+    """Held-out: one end of a link set back to MTU 1500; netplan's file is current, so the run must stop first."""
+    if node != "spark-b":
+        pytest.skip("the MTU is changed on the worker")
+    before = _fingerprint(host)
+    host.run("sudo ip link set dev %s mtu 1500", QSFP[0])
+    try:
+        rc, output = vh.run_playbook("two_spark_eagle3.yml")
+        assert rc != 0
+        assert "Pre-flight" in output.split("fatal:")[0].rsplit("PLAY [", 1)[-1], output[-3000:]
+        assert ("QSFP link enp1s0f1np1 of spark-a (192.168.200.12) to spark-b (192.168.200.13): the MTU would be 9000 "
+                "on spark-a and 1500 on spark-b after this run") in output, output[-3000:]
+        assert "changed=0" in output and "changed=1" not in output
+        assert _fingerprint(host) == before
+    finally:
+        host.run("sudo ip link set dev %s mtu 9000", QSFP[0])
 
 
 def _read(node, name):
