@@ -48,7 +48,7 @@ def memory_spec(check, headroom_gib, weights, share, estimate_gib, drop_caches, 
         "guard_timeout": int(guard_timeout),
         "ready_url": ready_url,
         "names": {"headroom": "specdec_serve_memory_headroom_gib", "check": "specdec_serve_memory_check",
-                  "weights": what},
+                  "estimate": "specdec_serve_weights_gib", "weights": what},
     }
 
 

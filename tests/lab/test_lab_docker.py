@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from lab_helpers import LAB_SCRIPT, REPO
+from lab_helpers import LAB_DIR, LAB_SCRIPT, REPO
 
 pytestmark = pytest.mark.docker
 
@@ -214,6 +214,33 @@ def test_inventory_reaches_the_nodes(lab):
                "ansible.builtin.command", "-a", "id -u"], check=False, env=env, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("CHANGED | rc=0 >>") == 2 and "\n0\n" in proc.stdout + "\n"
+
+
+def test_nodes_read_a_spark_meminfo_that_lab_meminfo_changes_in_place(lab):
+    meminfo = dexec(NODE_A, "cat", "/proc/meminfo").stdout
+    assert "MemTotal:       125904132 kB" in meminfo and "MemAvailable:   117440512 kB" in meminfo
+    assert dexec(NODE_A, "free", "-m").stdout.split("\n")[1].split()[1] == "122953"
+    sh([LAB_SCRIPT, "meminfo", "spark-a", "--available-mib", "2048"], env=lab["env"])
+    assert "MemAvailable:    2097152 kB" in dexec(NODE_A, "cat", "/proc/meminfo").stdout
+    assert "MemAvailable:   117440512 kB" in dexec(NODE_B, "cat", "/proc/meminfo").stdout  # per node
+    sh([LAB_SCRIPT, "meminfo", "spark-a", "--total-mib", "4096", "--available-mib", "3072"], env=lab["env"])
+    assert "MemTotal:        4194304 kB" in sh([LAB_SCRIPT, "meminfo", "spark-a"], env=lab["env"]).stdout
+    sh([LAB_SCRIPT, "meminfo", "spark-a", "--reset"], env=lab["env"])
+    assert "MemAvailable:   117440512 kB" in dexec(NODE_A, "cat", "/proc/meminfo").stdout
+    # The page cache cannot be dropped from a lab node (a container): /proc/sys is read-only.
+    assert dexec(NODE_A, "sh", "-c", "echo 3 > /proc/sys/vm/drop_caches", check=False).returncode != 0
+
+
+def test_file_server_serves_the_encodings_to_the_nodes(lab):
+    sums = {}
+    with open(os.path.join(LAB_DIR, "files", "encodings", "SHA256SUMS"), encoding="utf-8") as handle:
+        for line in handle:
+            digest, name = line.split()
+            sums[name] = digest
+    for name, digest in sums.items():
+        url = "http://%sspark-lab-files:8080/encodings/%s" % (PREFIX, name)
+        got = dexec(NODE_B, "sh", "-c", "curl -sf %s | sha256sum" % url).stdout.split()[0]
+        assert got == digest, name
 
 
 def test_down_restores_host(lab):

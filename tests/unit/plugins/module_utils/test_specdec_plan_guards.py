@@ -42,6 +42,7 @@ def test_memory_spec_of_a_single_spark():
         "weights_share": 1.0, "estimate_bytes": None, "drop_caches": True, "guard": False,
         "guard_below_bytes": 8 * GIB, "guard_timeout": 3600, "ready_url": "http://127.0.0.1:8000/health",
         "names": {"headroom": "specdec_serve_memory_headroom_gib", "check": "specdec_serve_memory_check",
+                  "estimate": "specdec_serve_weights_gib",
                   "weights": "openai/gpt-oss-120b and its draft nvidia/gpt-oss-120b-Eagle3-long-context"}}
 
 

@@ -97,6 +97,34 @@ def effective_args(params, options):
     return out
 
 
+HARMONY_ENCODINGS = ("o200k_base", "cl100k_base")
+HARMONY_URL = "https://openaipublic.blob.core.windows.net/encodings/%s.tiktoken"
+
+
+def check_harmony_encodings():
+    """gpt-oss tokenizes with openai_harmony, which loads its tiktoken encodings from TIKTOKEN_ENCODINGS_BASE or
+    downloads them; the lab (like an offline Spark) has no internet, so without them the server does not start.
+    The error is the stand-in's rendering of harmony's HarmonyError for a vocab file it cannot load."""
+    base = os.environ.get("TIKTOKEN_ENCODINGS_BASE", "")
+    for name in HARMONY_ENCODINGS:
+        path = os.path.join(base, name + ".tiktoken") if base else ""
+        problem = None
+        if not base:
+            problem = "failed to download %s: no network (TIKTOKEN_ENCODINGS_BASE is not set)" % (HARMONY_URL % name)
+        elif not os.path.isfile(path) or os.path.getsize(path) == 0:
+            problem = "%s: no such file (TIKTOKEN_ENCODINGS_BASE=%s)" % (path, base)
+        else:
+            with open(path, "rb") as handle:
+                for number, line in enumerate(handle, 1):
+                    parts = line.split()
+                    if len(parts) != 2 or not parts[1].isdigit():
+                        problem = "%s line %d is not '<base64 token> <rank>'" % (path, number)
+                        break
+        if problem:
+            raise StartupError("openai_harmony.HarmonyError: error downloading or loading vocab file: %s" % problem)
+    trtllm_log("I", "harmony encodings from %s" % base)
+
+
 def run(argv):
     version = trtllm_version()
     args = list(argv)
@@ -149,6 +177,8 @@ def run(argv):
             trtllm_log("I", "Multi-node run: MPI world size %d, tp_size %d, pp_size %d" % (world, tp, pp))
         model_dir = resolve_model(params["model"])
         trtllm_log("I", "Loading model %s from %s" % (params["model"], model_dir))
+        if "gpt-oss" in str(params["model"]).lower():
+            check_harmony_encodings()
         config = hfcache.model_config(model_dir)
         if not llm_args.get("max_seq_len"):
             llm_args["max_seq_len"] = int(config.get("max_position_embeddings") or 4096)
