@@ -154,3 +154,14 @@ def changes(listing, spec):
     }
     result["apply"] = bool(result["create_chain"] or rebuild or add or remove or delete_chain)
     return result
+
+
+def removal(lines):
+    """``iptables`` argument lists that remove every rule of ours and the chain (the teardown), in order."""
+    result = changes("\n".join(lines or []), plan_rules([], []))
+    argv = list(result["remove"])
+    if result["flush"]:
+        argv.append(["-F", CHAIN])
+    if result["delete_chain"]:
+        argv.append(["-X", CHAIN])
+    return argv

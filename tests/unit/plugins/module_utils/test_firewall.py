@@ -95,6 +95,15 @@ def test_emptied_allow_list_removes_everything_of_ours_only():
     assert fw.changes("-N OTHER\n-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT\n", fw.plan_rules([8000], []))["apply"] is False
 
 
+def test_removal_for_the_teardown():
+    lines = [line for line in APPLIED.splitlines() if "DGX-SPECDEC" in line or "dgx-spark.specdec" in line]
+    assert fw.removal(lines) == [
+        ["-D", "INPUT", "-p", "tcp", "-m", "multiport", "--dports", "8000", "-m", "comment", "--comment",
+         "dgx-spark.specdec", "-j", "DGX-SPECDEC"],
+        ["-F", "DGX-SPECDEC"], ["-X", "DGX-SPECDEC"]]
+    assert fw.removal([]) == []
+
+
 @pytest.mark.parametrize("line, parsed", [
     ('-A INPUT -i docker0 -p tcp -m tcp --dport 8000 -m comment --comment "dgx-spark.specdec" -j ACCEPT',
      {"chain": "INPUT", "in_interface": "docker0", "protocol": "tcp", "destination_port": "8000",
