@@ -26,23 +26,22 @@ def node_address(host):
     return host.check_output("ip -o -4 addr show dev eth0").split()[3].split("/")[0]
 
 
+# GET a URL: the HTTP status, or the connection error.
+GET = ("import sys, urllib.request\n"
+       "try:\n"
+       "    print(urllib.request.urlopen(sys.argv[1], timeout=5).status)\n"
+       "except Exception as exc:\n"
+       "    print(type(exc).__name__, getattr(exc, 'reason', exc))\n")
+
+
 def get_from(container, url):
-    """GET url from another container of the lab's management network: the HTTP status, or the connection error."""
-    script = ("import sys, urllib.request\n"
-              "try:\n"
-              "    print(urllib.request.urlopen(sys.argv[1], timeout=5).status)\n"
-              "except Exception as exc:\n"
-              "    print(type(exc).__name__, getattr(exc, 'reason', exc))\n")
-    return vh.docker("exec", container, "python3", "-c", script, url, check=False).stdout.strip()
+    """From another container of the lab's management network."""
+    return vh.docker("exec", container, "python3", "-c", GET, url, check=False).stdout.strip()
 
 
 def get_from_controller(url):
-    script = ("import sys, urllib.request\n"
-              "try:\n"
-              "    print(urllib.request.urlopen(sys.argv[1], timeout=5).status)\n"
-              "except Exception as exc:\n"
-              "    print(type(exc).__name__, getattr(exc, 'reason', exc))\n")
-    return subprocess.run(["python3", "-c", script, url], capture_output=True, text=True, timeout=30,
+    """From the controller: the host, on the management network's gateway address."""
+    return subprocess.run(["python3", "-c", GET, url], capture_output=True, text=True, timeout=30,
                           check=False).stdout.strip()
 
 
