@@ -47,10 +47,11 @@ TRITON_REPO_MOUNT = "/opt/tritonserver/llmapi_repo"
 FRONTENDS = ("trtllm-serve", "triton")
 DEFAULT_CUDA_ENV = {"CPATH": "/usr/local/cuda/include", "TRITON_PTXAS_PATH": "/usr/local/cuda/bin/ptxas"}
 DEFAULT_MPI_EXPORT = ["CPATH", "TRITON_PTXAS_PATH", "HF_HOME"]
+# NCCL over RoCE reaches full bandwidth over one QSFP cable only with MTU 9000 on both ends.
+DEFAULT_QSFP_MTU = 9000
 # Open MPI 4.1 binds its out-of-band and TCP BTL listeners to the wildcard address whatever
 # *_if_include says (open-mpi/ompi#12668): pin them to these ports, which the containers' entrypoint
 # closes on every interface but loopback and the QSFP ones.
-DEFAULT_QSFP_MTU = 9000
 MPI_OOB_PORT = 50100
 MPI_BTL_PORTS = (50101, 32)
 # Labels and environment an image may carry its TensorRT-LLM release in (the lab's stand-in sets both).
