@@ -4,10 +4,14 @@ Environment: TRTLLM_VERSION (release impersonated; set per image tag), STANDIN_S
 (simulated model load, default 3), STANDIN_TIME_SCALE / STANDIN_BASE_TPS / STANDIN_PREFILL_TPS /
 STANDIN_ACCEPTANCE / STANDIN_ACCEPTANCE_DECAY / STANDIN_DRAFT_COST (performance model, see sim.py),
 HF_HOME / HF_HUB_CACHE (where HF ids are looked up), TRTLLM_STANDIN_WORLD_SIZE (set by
-trtllm-llmapi-launch; 1 without it).
+trtllm-llmapi-launch; 1 without it), TIKTOKEN_ENCODINGS_BASE (gpt-oss: openai_harmony's encodings),
+STANDIN_ENCODINGS_SHA256SUMS (the lab's fake encodings' checksums, on the host; staged into the image).
 """
 
+import base64
+import binascii
 import copy
+import hashlib
 import os
 import signal
 import sys
@@ -97,31 +101,143 @@ def effective_args(params, options):
     return out
 
 
+# gpt-oss: openai_harmony's tiktoken encodings. What harmony does, from openai/harmony
+# src/tiktoken_ext/public_encodings.rs (identical from the initial commit 253cdca to v0.0.8):
+#
+#     let (vocab_file_path, check_hash) =
+#         if let Ok(base_dir) = std::env::var(TIKTOKEN_ENCODINGS_BASE_VAR) {
+#             (PathBuf::from(base_dir).join(self.vocab_file_name()), true)
+#         } else {
+#             let url = self.public_vocab_file_url();   // https://openaipublic.blob.core.windows.net/encodings/
+#             (download_or_find_cached_file(&url, Some(self.expected_hash()))
+#                  .map_err(LoadError::DownloadOrLoadVocabFile)?, false)
+#         };
+#     #[error("error downloading or loading vocab file: {0}")]  DownloadOrLoadVocabFile(RemoteVocabFileError)
+#     #[error("failed to download or load vocab file")]          FailedToDownloadOrLoadVocabFile(reqwest error)
+#     #[error("invalid tiktoken vocab file: {0}")]               InvalidTiktokenVocabFile(std::io::Error)
+#     "expected token and rank, could not split on ' ' at line {lin_no}"
+#     "failed to decode base64 token at line {lin_no}: {e}"
+#     "failed to parse rank at line {lin_no}: {e}"
+#     "hash mismatch: computed={computed_hash}, expected={expected_hash}"
+#
+# and src/py_module.rs raises it as openai_harmony.HarmonyError(e.to_string()) (anyhow: the outer message only). So
+# offline without TIKTOKEN_ENCODINGS_BASE the server dies with "openai_harmony.HarmonyError: error downloading or
+# loading vocab file: failed to download or load vocab file"; with it, a missing, malformed or altered file gives
+# "invalid tiktoken vocab file: ..." (harmony checks the sha256 of a local file too). The gpt-oss encoding
+# (O200kHarmony) reads o200k_base.tiktoken; NVIDIA's guide puts cl100k_base.tiktoken in the same directory, and the
+# stand-in requires both. Not simulated: harmony's download cache (TIKTOKEN_RS_CACHE_DIR).
 HARMONY_ENCODINGS = ("o200k_base", "cl100k_base")
 HARMONY_URL = "https://openaipublic.blob.core.windows.net/encodings/%s.tiktoken"
+# OpenAI's published sha256 (harmony's expected_hash()).
+HARMONY_SHA256 = {
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+}
+_BASE64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def lab_encodings_sums():
+    """(path, {file name: sha256}) of the lab's fake encodings, which the stand-in accepts besides OpenAI's: the
+    SHA256SUMS staged into the image (lab_encodings.sha256), else $STANDIN_ENCODINGS_SHA256SUMS, else the checkout's
+    molecule/resources/lab/files/encodings/SHA256SUMS."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [os.path.join(here, "lab_encodings.sha256"), os.environ.get("STANDIN_ENCODINGS_SHA256SUMS", ""),
+                  os.path.join(here, "..", "..", "..", "files", "encodings", "SHA256SUMS")]
+    for path in candidates:
+        if path and os.path.isfile(path):
+            sums = {}
+            with open(path, encoding="utf-8") as handle:
+                for line in handle:
+                    parts = line.split()
+                    if len(parts) == 2:
+                        sums[parts[1].lstrip("*")] = parts[0].lower()
+            return os.path.normpath(path), sums
+    return None, {}
+
+
+def _base64_error(token):
+    """base64 0.22's DecodeError text for a token STANDARD (padded) decoding refuses, or None."""
+    data = token.encode("utf-8")
+    body = data.rstrip(b"=")
+    for index, byte in enumerate(body):
+        if byte not in _BASE64:
+            return "Invalid symbol %d, offset %d." % (byte, index)
+    if len(body) % 4 == 1:
+        return "Invalid input length: %d" % len(body)
+    if len(data) % 4 or len(data) - len(body) > 2:
+        return "Invalid padding"
+    try:
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return "Invalid padding"
+    return None
+
+
+def _rank_error(text):
+    """Rust's ParseIntError text for u32::from_str, or None."""
+    digits = text[1:] if text.startswith("+") else text
+    if not text:
+        return "cannot parse integer from empty string"
+    if not digits or not digits.isascii() or not digits.isdigit():
+        return "invalid digit found in string"
+    if int(digits) > 0xFFFFFFFF:
+        return "number too large to fit in target type"
+    return None
+
+
+def tiktoken_file_error(path, name, accepted):
+    """harmony's load_tiktoken_vocab_file(path, expected_hash) -> None, or its io::Error text."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        return "%s (os error %d)" % (exc.strerror, exc.errno)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "stream did not contain valid UTF-8"
+    for number, line in enumerate(text.splitlines(), 1):
+        token, sep, rank = line.rstrip().partition(" ")
+        if not sep:
+            return "expected token and rank, could not split on ' ' at line %d" % number
+        error = _base64_error(token)
+        if error:
+            return "failed to decode base64 token at line %d: %s" % (number, error)
+        error = _rank_error(rank)
+        if error:
+            return "failed to parse rank at line %d: %s" % (number, error)
+    computed = hashlib.sha256(raw).hexdigest()
+    if computed not in accepted:
+        return "hash mismatch: computed=%s, expected=%s" % (computed, HARMONY_SHA256[name])
+    return None
 
 
 def check_harmony_encodings():
-    """gpt-oss tokenizes with openai_harmony, which loads its tiktoken encodings from TIKTOKEN_ENCODINGS_BASE or
-    downloads them; the lab (like an offline Spark) has no internet, so without them the server does not start.
-    The error is the stand-in's rendering of harmony's HarmonyError for a vocab file it cannot load."""
-    base = os.environ.get("TIKTOKEN_ENCODINGS_BASE", "")
+    """gpt-oss: load the encodings as openai_harmony does at start-up, offline (the lab has no internet)."""
+    base = os.environ.get("TIKTOKEN_ENCODINGS_BASE")
+    sums_path, lab_sums = lab_encodings_sums()
     for name in HARMONY_ENCODINGS:
-        path = os.path.join(base, name + ".tiktoken") if base else ""
-        problem = None
-        if not base:
-            problem = "failed to download %s: no network (TIKTOKEN_ENCODINGS_BASE is not set)" % (HARMONY_URL % name)
-        elif not os.path.isfile(path) or os.path.getsize(path) == 0:
-            problem = "%s: no such file (TIKTOKEN_ENCODINGS_BASE=%s)" % (path, base)
-        else:
-            with open(path, "rb") as handle:
-                for number, line in enumerate(handle, 1):
-                    parts = line.split()
-                    if len(parts) != 2 or not parts[1].isdigit():
-                        problem = "%s line %d is not '<base64 token> <rank>'" % (path, number)
-                        break
-        if problem:
-            raise StartupError("openai_harmony.HarmonyError: error downloading or loading vocab file: %s" % problem)
+        if base is None:
+            raise StartupError(
+                "openai_harmony.HarmonyError: error downloading or loading vocab file: failed to download or load "
+                "vocab file\n(lab stand-in: TIKTOKEN_ENCODINGS_BASE is not set, so harmony downloads %s, and there "
+                "is no internet here)" % (HARMONY_URL % name))
+        path = os.path.join(base, name + ".tiktoken")
+        accepted = {HARMONY_SHA256[name]}
+        if lab_sums.get(name + ".tiktoken"):
+            accepted.add(lab_sums[name + ".tiktoken"])
+        error = tiktoken_file_error(path, name, accepted)
+        if error:
+            if not os.path.exists(path):
+                hint = "%s: no such file" % path
+            elif os.path.isfile(path) and os.path.getsize(path) == 0:
+                hint = "%s is empty" % path
+            elif error.startswith("hash mismatch"):
+                hint = "%s is neither OpenAI's file nor the lab's fake (%s)" % (path, sums_path or "no SHA256SUMS")
+            else:
+                hint = "%s is not a tiktoken file ('<base64 token> <rank>' lines)" % path
+            raise StartupError("openai_harmony.HarmonyError: invalid tiktoken vocab file: %s\n(lab stand-in: %s; "
+                               "TIKTOKEN_ENCODINGS_BASE=%s)" % (error, hint, base))
     trtllm_log("I", "harmony encodings from %s" % base)
 
 
