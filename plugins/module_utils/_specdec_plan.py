@@ -845,15 +845,20 @@ def _weights_on_host(node, model, draft_model, draft_dir):
     return paths
 
 
+def _local_address(bind):
+    """The address that reaches a server listening on ``bind`` from its own node."""
+    return "127.0.0.1" if bind in ("0.0.0.0", "localhost", "::") else bind
+
+
 def _health_url(triton, bind, port, host=None):
     """The URL that answers 2xx once the server is ready (from the node itself, or from ``host``)."""
-    address = host or ("127.0.0.1" if bind in ("0.0.0.0", "localhost", "::") else bind)
+    address = host or _local_address(bind)
     return "http://%s:%d%s" % (address, port, "/v2/health/ready" if triton else "/health")
 
 
 def _endpoint(triton, bind, port, ports, model, api, prompt, max_tokens, requests, container):
     """What specdec_endpoint checks on the head: trtllm-serve's OpenAI API, or Triton's generate API and metrics."""
-    host = "127.0.0.1" if bind in ("0.0.0.0", "localhost", "::") else bind
+    host = _local_address(bind)
     endpoint = {"url": "http://%s:%d" % (host, port), "model": model, "api": api, "prompt": prompt,
                 "max_tokens": max_tokens, "requests": requests, "metrics_url": None, "tokenizer": None}
     if triton:
