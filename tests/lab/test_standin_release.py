@@ -1,8 +1,9 @@
 """The stand-in's own judge of the options file (trtllm_standin/release.py): one accept and one reject
 per rule, per release where the rule differs. Pure in-process checks; no docker, no collection code.
 
-The expectations follow the release sources as read (shared/reference/trtllm-llm-args-audit.md, SOURCE
-column, and the gh-pages llm_args pages), not the collection's option tables.
+The expectations follow the release sources as read (each release's rendered ``llm_args.py`` source page,
+https://nvidia.github.io/TensorRT-LLM/<release>/_modules/tensorrt_llm/llmapi/llm_args.html), not the
+collection's option tables.
 """
 
 import ast
@@ -117,7 +118,7 @@ def test_type_errors_name_the_key_value_and_error_type(version):
 
 @pytest.mark.parametrize("version", KNOWN)
 def test_no_ranges_the_source_does_not_have(version):
-    # audit row 12: plain ints/floats in the source
+    # plain ints/floats in the source (the llm_args pages)
     options = {"kv_cache_config": {"max_tokens": 0, "event_buffer_max_size": -1, "cross_kv_cache_fraction": 1.5},
                "moe_config": {"max_num_tokens": 0}, "max_seq_len": 0,
                "attention_dp_config": {"timeout_iters": -1, "batching_wait_iters": -5}}
@@ -165,7 +166,7 @@ def test_batch_wait_ranges(version):
     assert "batch_wait_timeout_iters" in reject({"batch_wait_timeout_iters": -1}, version)
 
 
-# -- top-level key sets per release (audit rows 2 and 13) ---------------------------------------------
+# -- top-level key sets per release (TorchLlmArgs/BaseLlmArgs/TrtLlmArgs on each page) ----------------
 
 ROW2_KEYS = {
     "nvfp4_gemm_config": {"allowed_backends": ["cutlass"]},
@@ -232,7 +233,7 @@ def test_prebuilt_blocks_must_be_mappings(version):
     assert message == "TypeError: MoeConfig() argument after ** must be a mapping, not NoneType"
 
 
-# -- load_format (audit row 11) ------------------------------------------------------------------------
+# -- load_format (TorchLlmArgs' validator on the 1.2.0rc6.post1 and 1.3.0rc13 pages) -------------------
 
 @pytest.mark.parametrize("version", KNOWN)
 def test_load_format_upper_cased_must_be_a_member(version):
@@ -242,7 +243,7 @@ def test_load_format_upper_cased_must_be_a_member(version):
     assert "load_format\n" in message and "Invalid LoadFormat: safetensors" in message
 
 
-# -- kv_cache_config (audit row 10) --------------------------------------------------------------------
+# -- kv_cache_config (the 1.3.0rc13 page's dtype validator) --------------------------------------------
 
 @pytest.mark.parametrize("version", R13)
 def test_kv_cache_dtype_is_checked_on_1_3(version):
@@ -432,7 +433,7 @@ def test_1_2_eagle_dynamic_tree(version):
     message = reject(eagle(use_dynamic_tree=True), version)
     assert message == "AssertionError: dynamic_tree_max_topK should be provided, which indicates the number of " \
                       "nodes to expand each time"
-    # no upper bound on the total on 1.2 (audit row 8)
+    # no upper bound on the total on 1.2 (the 1.2.0rc6.post1 page)
     accept(eagle(max_draft_len=3, use_dynamic_tree=True, dynamic_tree_max_topK=4, max_total_draft_tokens=20), version)
 
 
@@ -450,7 +451,7 @@ def test_1_2_mtp_max_draft_len_is_overwritten(version):
     normalized, _warnings = accept(spec("MTP", max_draft_len=5, num_nextn_predict_layers=3), version)
     assert normalized["speculative_config"]["max_draft_len"] == 3
     assert normalized["speculative_config"]["decoding_type"] == "MTP"
-    accept(spec("MTP", num_nextn_predict_layers_from_model_config=2), version)  # audit row 15
+    accept(spec("MTP", num_nextn_predict_layers_from_model_config=2), version)  # a plain field on the pages
     assert "assertion_error" in reject(spec("MTP", num_nextn_predict_layers=0), version)
     message = reject(spec("MTP", relaxed_topk="many"), version)
     assert message.startswith("1 validation error for MTPDecodingConfig\nrelaxed_topk\n") and "int_parsing" in message
@@ -577,7 +578,7 @@ def test_1_3_eagle_becomes_eagle3_with_a_warning(version):
 @pytest.mark.parametrize("field, value", [("max_batch_size", 8), ("sa_config", {"threshold": 2})])
 def test_1_3_eagle3_only_fields(version, field, value):
     accept(eagle("Eagle3", **{field: value}), version)
-    message = reject(eagle("Eagle", **{field: value}), version)  # audit row 6
+    message = reject(eagle("Eagle", **{field: value}), version)  # EagleDecodingConfig has neither field
     assert "speculative_config.Eagle.%s\n" % field in message and "extra_forbidden" in message
 
 
@@ -596,7 +597,7 @@ def test_1_3_eagle_rules(version):
 
 @pytest.mark.parametrize("version", R13)
 def test_1_3_dynamic_tree_entered_by_top_k_alone(version):
-    # audit row 7: dynamic_tree_max_topK alone switches the dynamic tree on, with its bounds
+    # 1.3.0rc13 page: dynamic_tree_max_topK alone switches the dynamic tree on, with its bounds
     normalized, warnings = accept(eagle("Eagle3", max_draft_len=3, dynamic_tree_max_topK=4), version)
     assert normalized["speculative_config"]["use_dynamic_tree"] is True
     assert normalized["speculative_config"]["max_total_draft_tokens"] == 12
@@ -636,7 +637,7 @@ def test_1_3_draft_len_schedule(version):
 
 @pytest.mark.parametrize("version", R13)
 def test_1_3_sa_rules(version):
-    # audit row 9
+    # SA rules of the 1.3.0rc13 page
     sa = {"max_draft_len": 4}
     accept(spec("SA", **sa), version)
     accept(dict(spec("SA", enable_global_pool=True, global_pool_size=64, **sa), max_batch_size=64), version)
@@ -656,7 +657,7 @@ def test_1_3_mtp(version):
     normalized, _warnings = accept(spec("MTP", max_draft_len=5, num_nextn_predict_layers=3), version)
     assert normalized["speculative_config"]["max_draft_len"] == 3  # overwritten, never an error
     accept(spec("MTP", num_nextn_predict_layers_from_model_config=3, sa_config={"enable_global_pool": True}), version)
-    assert "int_type" in reject(spec("MTP", begin_thinking_phase_token=None), version)  # audit row 16
+    assert "int_type" in reject(spec("MTP", begin_thinking_phase_token=None), version)  # plain int (1.3.0rc13 page)
     assert "greater_than" in reject(spec("MTP", num_nextn_predict_layers=0), version)
     assert "extra_forbidden" in reject(spec("MTP", BEGIN_THINKING_PHASE_TOKEN=1), version)
     _normalized, warnings = accept(spec("MTP", mtp_eagle_one_model=False), version)

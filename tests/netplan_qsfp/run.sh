@@ -50,7 +50,7 @@ echo "== 0. check mode on fresh nodes"
 play fresh-check --check
 check "check mode on fresh nodes reports changes, writes nothing" eval '[ "$RC" -eq 0 -a "$CHANGED" -gt 0 -a "$(sha $A /etc/netplan/40-cx7.yaml)" = "" ]'
 
-echo "== 1. first run (seed plan, port 1 cabled; node a: ibdev2netdev, node b: operstate fallback)"
+echo "== 1. first run (default preset: the two-Spark playbook's address plan, port 1 cabled; node a: ibdev2netdev, node b: operstate fallback)"
 play first-run
 T1=$SECS
 check "first run succeeds and changes" test "$RC" -eq 0 -a "$CHANGED" -gt 0
@@ -79,18 +79,18 @@ check "policy rules present" test "$(docker exec $A ip rule | grep -cE 'from 192
 check "other netplan file untouched" test "$(sha $A /etc/netplan/01-other.yaml)" = "$OTHER_A"
 check "management eth0 untouched" test -n "$(docker exec $A ip -o -4 addr show dev eth0 | grep ' 172\.17\.')"
 check "no run directory left behind" test -z "$(docker exec $A sh -c 'ls -d /var/lib/netplan_qsfp/run-* 2>/dev/null')"
-SEED_A=$(sha $A /etc/netplan/40-cx7.yaml); SEED_B=$(sha $B /etc/netplan/40-cx7.yaml)
+PLAYBOOK_SHA_A=$(sha $A /etc/netplan/40-cx7.yaml); PLAYBOOK_SHA_B=$(sha $B /etc/netplan/40-cx7.yaml)
 
 echo "== 4. check mode with another preset and plan; the read-only pre-flight alone"
 play check-mode --check --diff -e netplan_qsfp_preset=two_subnets
 check "check mode reports the change" eval '[ "$RC" -eq 0 -a "$CHANGED" -gt 0 ] && has "+        - 192.168.100.10/24"'
-check "check mode wrote nothing" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$SEED_A" -a "$(addrs $A)" = "enp1s0f1np1 192.168.200.12/24 enP2p1s0f1np1 192.168.200.14/24"
+check "check mode wrote nothing" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$PLAYBOOK_SHA_A" -a "$(addrs $A)" = "enp1s0f1np1 192.168.200.12/24 enP2p1s0f1np1 192.168.200.14/24"
 play check-link-local --check --diff -e netplan_qsfp_plan=link_local
 check "link_local plan renders link-local: [ipv4]" eval '[ "$RC" -eq 0 ] && has "+      link-local: [ipv4]"'
 PLAYBOOK=preflight.yml play preflight-only
 check "pre-flight alone (spark_facts, specdec_plan, tasks_from: check) passes read-only" eval '[ "$RC" -eq 0 -a "$CHANGED" -eq 0 ] &&
   has "Check the planned netplan file with netplan generate" && ! has "Write the QSFP netplan file"'
-check "pre-flight wrote nothing" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$SEED_A" -a "$(sha $B /etc/netplan/40-cx7.yaml)" = "$SEED_B"
+check "pre-flight wrote nothing" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$PLAYBOOK_SHA_A" -a "$(sha $B /etc/netplan/40-cx7.yaml)" = "$PLAYBOOK_SHA_B"
 
 echo "== 5. invalid plans fail before anything is written"
 play bad-address -e '{"netplan_qsfp_addresses": {"enp1s0f1np1": "192.168.200.300/24"}}'
@@ -117,37 +117,37 @@ check "plan touching the management path is refused" refused \
 play disruptive-allowed -e netplan_qsfp_management_address=192.168.200.12 -e netplan_qsfp_allow_disruptive=true
 check "netplan_qsfp_allow_disruptive=true lets it through (changed=0)" \
   eval '[ "$RC" -eq 0 -a "$CHANGED" -eq 0 ] && ! has "netplan_qsfp_allow_disruptive: true to override"'
-check "nothing written by the failed runs" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$SEED_A" -a "$(sha $B /etc/netplan/40-cx7.yaml)" = "$SEED_B"
+check "nothing written by the failed runs" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$PLAYBOOK_SHA_A" -a "$(sha $B /etc/netplan/40-cx7.yaml)" = "$PLAYBOOK_SHA_B"
 
 echo "== 6. rollback"
 play apply-fails -e netplan_qsfp_preset=two_subnets -e netplan_qsfp_apply_command=/bin/false
 check "failed apply is rolled back at once" eval '[ "$RC" -ne 0 ] && has '\''Rollback: restored the previous /etc/netplan/40-cx7.yaml'\'''
-check "file and addresses back to the seed plan" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$SEED_A" -a "$(addrs $A)" = "enp1s0f1np1 192.168.200.12/24 enP2p1s0f1np1 192.168.200.14/24"
+check "file and addresses back to the playbook's address plan" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$PLAYBOOK_SHA_A" -a "$(addrs $A)" = "enp1s0f1np1 192.168.200.12/24 enP2p1s0f1np1 192.168.200.14/24"
 play watchdog -e netplan_qsfp_preset=two_subnets -e netplan_qsfp_confirm_timeout=3 \
   -e '{"netplan_qsfp_apply_command": "sh -c \"sleep 6; exec /usr/local/sbin/lab-networkd-apply\""}'
 check "unconfirmed apply is rolled back by the node-side watchdog" eval '[ "$RC" -ne 0 ] && has '\''watchdog already restored the previous configuration'\'''
-check "file and addresses back to the seed plan" test "$(sha $B /etc/netplan/40-cx7.yaml)" = "$SEED_B" -a "$(addrs $B)" = "enp1s0f1np1 192.168.200.13/24 enP2p1s0f1np1 192.168.200.15/24"
+check "file and addresses back to the playbook's address plan" test "$(sha $B /etc/netplan/40-cx7.yaml)" = "$PLAYBOOK_SHA_B" -a "$(addrs $B)" = "enp1s0f1np1 192.168.200.13/24 enP2p1s0f1np1 192.168.200.15/24"
 
 echo "== 7. plan change and back"
 play two-subnets -e netplan_qsfp_preset=two_subnets
 check "switch to two_subnets" test "$RC" -eq 0 -a "$CHANGED" -gt 0 -a "$(addrs $A)" = "enp1s0f1np1 192.168.100.10/24 enP2p1s0f1np1 192.168.101.10/24"
 check "no source routing for two subnets" test "$(docker exec $A ip rule | grep -c 'lookup 10[12]')" -eq 0
-play back-to-seed
-check "back to seed" test "$RC" -eq 0 -a "$CHANGED" -gt 0 -a "$(addrs $B)" = "enp1s0f1np1 192.168.200.13/24 enP2p1s0f1np1 192.168.200.15/24"
-play seed-again
-check "seed again: changed=0" test "$RC" -eq 0 -a "$CHANGED" -eq 0
+play back-to-playbook-plan
+check "back to the playbook's address plan" test "$RC" -eq 0 -a "$CHANGED" -gt 0 -a "$(addrs $B)" = "enp1s0f1np1 192.168.200.13/24 enP2p1s0f1np1 192.168.200.15/24"
+play playbook-plan-again
+check "playbook's address plan again: changed=0" test "$RC" -eq 0 -a "$CHANGED" -eq 0
 
 echo "== 8. cabling faults"
 "$HERE/lab.sh" wire cross
 play mismatch
 check "mismatched port pair fails naming each node's Up ports" refused "The nodes do not see the same QSFP ports Up" \
   "nq-spark-a: enp1s0f1np1, enP2p1s0f1np1 (port 1, from ibdev2netdev); nq-spark-b: enp1s0f0np0, enP2p1s0f0np0 (port 0, from /sys/class/net/*/operstate)"
-check "mismatch failed before writing" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$SEED_A" -a "$(sha $B /etc/netplan/40-cx7.yaml)" = "$SEED_B"
+check "mismatch failed before writing" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$PLAYBOOK_SHA_A" -a "$(sha $B /etc/netplan/40-cx7.yaml)" = "$PLAYBOOK_SHA_B"
 "$HERE/lab.sh" wire none
 play unplugged
 check "no Up port fails with 'cable unplugged?'" refused \
   "nq-spark-a: no QSFP port is Up (from ibdev2netdev); nq-spark-b: no QSFP port is Up (from /sys/class/net/*/operstate): cable unplugged?"
-check "unplugged failed before writing" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$SEED_A" -a "$(sha $B /etc/netplan/40-cx7.yaml)" = "$SEED_B"
+check "unplugged failed before writing" test "$(sha $A /etc/netplan/40-cx7.yaml)" = "$PLAYBOOK_SHA_A" -a "$(sha $B /etc/netplan/40-cx7.yaml)" = "$PLAYBOOK_SHA_B"
 
 if [[ $KEEP == 0 ]]; then "$HERE/lab.sh" down; fi
 echo

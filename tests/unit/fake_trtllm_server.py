@@ -7,7 +7,9 @@
 Test double only: standard library, binds to a loopback address, ephemeral
 port by default, and stops itself after ``lifetime`` seconds.
 
-Behaviour (see trtllm-serve-facts.md section 5):
+Behaviour (as tensorrt_llm/serve/openai_server.py in https://github.com/NVIDIA/TensorRT-LLM serves it,
+and the trtllm-serve command reference describes it,
+https://nvidia.github.io/TensorRT-LLM/<release>/commands/trtllm-serve/trtllm-serve.html):
 
 * ``GET /health``: 503 ``LLM is unavailable`` until ``ready_after`` seconds
   after start (``None`` = never), then 200.

@@ -15,9 +15,11 @@ QSFP = ("enp1s0f1np1", "enP2p1s0f1np1")
 # The RoCE device of each QSFP netdev, as ibdev2netdev names them on a Spark.
 RDMA = {"enp1s0f0np0": "rocep1s0f0", "enP2p1s0f0np0": "roceP2p1s0f0", "enp1s0f1np1": "rocep1s0f1",
         "enP2p1s0f1np1": "roceP2p1s0f1"}
-# NVIDIA's two-Spark address plan, as in inventories/example.
-SEED_ADDRESSES = {"spark-a": {"enp1s0f1np1": "192.168.200.12/24", "enP2p1s0f1np1": "192.168.200.14/24"},
-                  "spark-b": {"enp1s0f1np1": "192.168.200.13/24", "enP2p1s0f1np1": "192.168.200.15/24"}}
+# The address plan of NVIDIA's two-Spark speculative-decoding playbook ("Run on Two Sparks",
+# https://github.com/NVIDIA/dgx-spark-playbooks/tree/main/nvidia/speculative-decoding), as in inventories/example.
+PLAYBOOK_ADDRESSES = {"spark-a": {"enp1s0f1np1": "192.168.200.12/24", "enP2p1s0f1np1": "192.168.200.14/24"},
+                      "spark-b": {"enp1s0f1np1": "192.168.200.13/24", "enP2p1s0f1np1": "192.168.200.15/24"}}
+SEED_ADDRESSES = PLAYBOOK_ADDRESSES  # old name, used by the plan tests
 
 
 def profile(name):

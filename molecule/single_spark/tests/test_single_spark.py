@@ -25,7 +25,7 @@ def test_login_user_runs_docker_without_sudo(host):
         assert host.run("docker ps -q").rc == 0
 
 
-def test_container_runs_with_the_seed_settings(container):
+def test_container_runs_with_the_playbook_docker_run_settings(container):
     assert container["State"]["Running"]
     hc = container["HostConfig"]
     assert hc["IpcMode"] == "host"

@@ -2,14 +2,15 @@
 
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _preflight as pre
 
-SEED = {"spark-a": [{"iface": "enp1s0f1np1", "cidr": "192.168.200.12/24"},
-                    {"iface": "enP2p1s0f1np1", "cidr": "192.168.200.14/24"}],
-        "spark-b": [{"iface": "enp1s0f1np1", "cidr": "192.168.200.13/24"},
-                    {"iface": "enP2p1s0f1np1", "cidr": "192.168.200.15/24"}]}
+# The address plan of NVIDIA's two-Spark speculative-decoding playbook ("Run on Two Sparks").
+PLAYBOOK_ADDRESSES = {"spark-a": [{"iface": "enp1s0f1np1", "cidr": "192.168.200.12/24"},
+                                  {"iface": "enP2p1s0f1np1", "cidr": "192.168.200.14/24"}],
+                      "spark-b": [{"iface": "enp1s0f1np1", "cidr": "192.168.200.13/24"},
+                                  {"iface": "enP2p1s0f1np1", "cidr": "192.168.200.15/24"}]}
 
 
 def test_links_pair_the_same_netdev_in_one_subnet():
-    links = pre.pair_links(SEED)
+    links = pre.pair_links(PLAYBOOK_ADDRESSES)
     assert links["spark-a"] == [
         {"iface": "enp1s0f1np1", "address": "192.168.200.12", "peer": "spark-b", "peer_iface": "enp1s0f1np1",
          "peer_address": "192.168.200.13"},
@@ -28,7 +29,7 @@ def test_links_of_one_subnet_per_netdev_and_without_addresses():
 
 
 def test_mtu_differing_between_the_ends_is_named():
-    links = pre.pair_links(SEED)
+    links = pre.pair_links(PLAYBOOK_ADDRESSES)
     mtus = {"spark-a": {"enp1s0f1np1": 9000, "enP2p1s0f1np1": 9000},
             "spark-b": {"enp1s0f1np1": 1500, "enP2p1s0f1np1": 9000}}
     (message,) = pre.mtu_errors(links, mtus, 9000, {"spark-a": False, "spark-b": False})
@@ -43,11 +44,11 @@ def test_mtu_differing_between_the_ends_is_named():
 
 
 def test_mtu_equal_but_not_the_planned_one():
-    mtus = {h: {"enp1s0f1np1": 1500, "enP2p1s0f1np1": 9000} for h in SEED}
-    (message,) = pre.mtu_errors(pre.pair_links(SEED), mtus, 9000, {"spark-a": False, "spark-b": False})
+    mtus = {h: {"enp1s0f1np1": 1500, "enP2p1s0f1np1": 9000} for h in PLAYBOOK_ADDRESSES}
+    (message,) = pre.mtu_errors(pre.pair_links(PLAYBOOK_ADDRESSES), mtus, 9000, {"spark-a": False, "spark-b": False})
     assert "the MTU is 1500 on both ends but netplan plans 9000 and its file is already installed" in message
     # Unknown MTUs (a netdev the facts do not list) are not judged.
-    assert pre.mtu_errors(pre.pair_links(SEED), {}, 9000, {}) == []
+    assert pre.mtu_errors(pre.pair_links(PLAYBOOK_ADDRESSES), {}, 9000, {}) == []
 
 
 def test_encodings_fetched_into_the_config_dir_with_checksums():

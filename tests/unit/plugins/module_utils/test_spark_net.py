@@ -22,7 +22,8 @@ mlx5_5 port 1 ==> enx00e04c680001 (Up)
 Warning: some unrelated message
 """
 
-SEED_A = """\
+# spark-a's netplan file under the address plan of NVIDIA's two-Spark speculative-decoding playbook.
+PLAYBOOK_NETPLAN_A = """\
 # Managed by dgx_spark.specdec (netplan_qsfp): QSFP links of spark-a, plan addresses (netplan_qsfp_preset=seed).
 # Only the QSFP netdevs are named here; the management NIC lives in other netplan files.
 network:
@@ -143,7 +144,7 @@ def test_parse_operstate():
 # -- plans ----------------------------------------------------------------------------------------
 
 
-def test_seed_plan_gives_nvidia_addresses_tables_and_document():
+def test_playbook_plan_gives_nvidia_addresses_tables_and_document():
     per_node = valid(mtu=9000)
     a, b = per_node["spark-a"], per_node["spark-b"]
     assert a["up"] == PORT1 and a["source"] == "netplan_qsfp_preset=seed"
@@ -156,16 +157,16 @@ def test_seed_plan_gives_nvidia_addresses_tables_and_document():
          "network": "192.168.200.0/24", "table": 102},
     ]
     assert [e["table"] for e in b["entries"]] == [101, 102]
-    assert a["content"] == SEED_A
-    assert b["content"] == SEED_A.replace("spark-a", "spark-b").replace(".12", ".13").replace(".14", ".15")
+    assert a["content"] == PLAYBOOK_NETPLAN_A
+    assert b["content"] == PLAYBOOK_NETPLAN_A.replace("spark-a", "spark-b").replace(".12", ".13").replace(".14", ".15")
     assert a["missing"] == ["192.168.200.12/24 on enp1s0f1np1", "192.168.200.14/24 on enP2p1s0f1np1"]
 
 
-def test_seed_plan_is_deterministic():
+def test_playbook_plan_is_deterministic():
     assert plan(mtu=9000) == plan(mtu=9000)
 
 
-def test_seed_plan_on_port0_uses_the_port0_netdevs():
+def test_playbook_plan_on_port0_uses_the_port0_netdevs():
     per_node = valid(pair({"up": PORT0}, {"up": PORT0}))
     assert [(e["iface"], e["cidr"]) for e in per_node["spark-a"]["entries"]] == [
         ("enp1s0f0np0", "192.168.200.12/24"), ("enP2p1s0f0np0", "192.168.200.14/24")]

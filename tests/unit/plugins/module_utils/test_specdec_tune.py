@@ -12,7 +12,9 @@ import pytest
 
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _specdec_tune as tune
 
-SEED_CANDIDATES = (1, 2, 3, 4, 8)  # the seeds: "experiment with max_draft_len 1, 2, 3, 4, 8"
+# NVIDIA's DGX Spark speculative-decoding playbook, Next Steps: "Experiment with different `max_draft_len` values
+# (1, 2, 3, 4, 8)" (https://github.com/NVIDIA/dgx-spark-playbooks/tree/main/nvidia/speculative-decoding).
+SEED_CANDIDATES = (1, 2, 3, 4, 8)
 
 # Acceptance by position and costs the tuner was not written against (ms): an EAGLE-3-like draft, a weak
 # draft-target pair, a draft so good the longest wins, a costly draft where speculation loses, a flat one.

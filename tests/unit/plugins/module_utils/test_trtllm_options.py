@@ -1,4 +1,5 @@
-"""Unit tests for the TRT-LLM option tables: the seed configurations and each class of bad input."""
+"""Unit tests for the TRT-LLM option tables: the published configurations the playbooks reproduce and each
+class of bad input."""
 
 import pytest
 import yaml
@@ -40,7 +41,11 @@ LOW_LATENCY_SPEC = dict(
 TRITON_13 = {"speculative_config": {"decoding_type": "Eagle3", "max_draft_len": 3,
                                     "speculative_model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}}
 
-SEEDS = [
+# The option files as published: NVIDIA's DGX Spark speculative-decoding playbook
+# (https://github.com/NVIDIA/dgx-spark-playbooks/tree/main/nvidia/speculative-decoding: EAGLE-3, Draft-Target and
+# "Run on Two Sparks"), the low-latency gpt-oss-120b recipe on 1.2.0rc1 (low_latency.yaml and
+# low_latency_speculative.yaml) and Triton's tutorial "Speculative Decoding with TensorRT-LLM" (model.yaml).
+PUBLISHED_CONFIGS = [
     ("a-eagle3-one-spark", "1.2.0rc6", EAGLE3_ONE_SPARK),
     ("b-draft-target", "1.2.0rc6", DRAFT_TARGET),
     ("c-two-sparks", "1.2.0rc6", TWO_SPARK),
@@ -56,15 +61,15 @@ def errors_of(options, version=t.DEFAULT_VERSION):
     return info.value.errors
 
 
-@pytest.mark.parametrize("name,version,options", SEEDS, ids=[s[0] for s in SEEDS])
-def test_seed_configurations_round_trip(name, version, options):
+@pytest.mark.parametrize("name,version,options", PUBLISHED_CONFIGS, ids=[s[0] for s in PUBLISHED_CONFIGS])
+def test_published_configurations_round_trip(name, version, options):
     result = t.validate(options, version)
     text = t.render(result.options, version)
     assert yaml.safe_load(text) == options, name
     assert result.warnings == []
 
 
-def test_seed_file_reads_like_the_playbook():
+def test_eagle3_file_reads_like_the_playbook():
     text = t.render(t.validate(EAGLE3_ONE_SPARK).options)
     body = [line for line in text.splitlines() if not line.startswith("#")]
     assert body == [
@@ -393,19 +398,20 @@ def test_type_names_of_subclasses_are_the_plain_ones():
     assert '"lots" (str)' in str(info.value) and "TaggedStr" not in str(info.value)
 
 
-# -- The audit of the tables against each release's llm_args.py (one test per row it found) ------------
+# -- Rules where the tables once differed from a release's llm_args.py, as rendered in its documentation --------
+# (https://nvidia.github.io/TensorRT-LLM/<release>/_modules/tensorrt_llm/llmapi/llm_args.html)
 
 RC6_KEYS = {"nvfp4_gemm_config": {}, "sampler_force_async_worker": True, "ray_worker_extension_cls": "m.C",
             "ray_placement_config": None, "enable_sleep": True, "disable_flashinfer_sampling": True,
             "pp_partition": [40, 40], "otlp_traces_endpoint": "http://otel:4317", "env_overrides": {"NCCL_DEBUG": "INFO"}}
 
 
-def test_audit_2_keys_of_12rc6_that_12rc1_lacks():
+def test_keys_of_12rc6_that_12rc1_lacks():
     t.validate(RC6_KEYS, "1.2.0rc6")
     assert len(errors_of(RC6_KEYS, "1.2.0rc1")) == len(RC6_KEYS)
 
 
-def test_audit_3_mtp_thinking_token_names_per_release():
+def test_mtp_thinking_token_names_per_release():
     upper = {"decoding_type": "MTP", "BEGIN_THINKING_PHASE_TOKEN": 1, "END_THINKING_PHASE_TOKEN": 2}
     lower = {"decoding_type": "MTP", "begin_thinking_phase_token": 1, "end_thinking_phase_token": 2}
     t.validate({"speculative_config": upper}, "1.2.0rc1")
@@ -414,7 +420,7 @@ def test_audit_3_mtp_thinking_token_names_per_release():
     assert len(errors_of({"speculative_config": upper}, "1.2.0rc6")) == 2
 
 
-def test_audit_9_sa_rules_on_13():
+def test_sa_ngram_size_and_global_pool_rules_on_13():
     base = {"decoding_type": "SA", "max_draft_len": 4}
     t.validate({"speculative_config": base}, "1.3.0rc13")
     assert "0 is not accepted" in errors_of({"speculative_config": dict(base, max_matching_ngram_size=0)}, "1.3.0rc13")[0]
@@ -428,7 +434,7 @@ def test_audit_9_sa_rules_on_13():
     assert "global_pool_size: 8 must be >= max_batch_size (16)" in error
 
 
-def test_audit_10_kv_cache_dtype_on_13_only():
+def test_kv_cache_dtype_is_checked_on_13_only():
     (error,) = errors_of({"kv_cache_config": {"dtype": "fp4"}}, "1.3.0rc13")
     assert error.startswith('kv_cache_config.dtype: "fp4" is not accepted')
     t.validate({"kv_cache_config": {"dtype": "FP8"}}, "1.3.0rc13")
@@ -436,13 +442,13 @@ def test_audit_10_kv_cache_dtype_on_13_only():
 
 
 @pytest.mark.parametrize("version", ["1.2.0rc1", "1.2.0rc6", "1.3.0rc13"])
-def test_audit_11_load_format(version):
+def test_load_format_is_auto_dummy_or_vision_only(version):
     t.validate({"load_format": "dummy"}, version)
     (error,) = errors_of({"load_format": "safetensors"}, version)
     assert "AUTO, DUMMY, VISION_ONLY" in error
 
 
-def test_audit_12_no_ranges_the_source_does_not_have():
+def test_only_the_ranges_the_release_has():
     t.validate({"moe_config": {"max_num_tokens": 0}, "kv_cache_config": {"max_tokens": 0},
                 "speculative_config": {"decoding_type": "MTP", "relaxed_topk": 0, "relaxed_delta": -1.0}}, "1.3.0rc13")
     # ...and the ranges it has (Field bounds, or field validators such as max_gpu_total_bytes >= 0).
@@ -450,20 +456,20 @@ def test_audit_12_no_ranges_the_source_does_not_have():
                          "1.3.0rc13")) == 2
 
 
-def test_audit_13_build_config_only_where_the_pytorch_args_have_it():
+def test_build_config_only_where_the_pytorch_args_have_it():
     t.validate({"build_config": {"max_batch_size": 8}}, "1.2.0rc1")
     (error,) = errors_of({"build_config": {"max_batch_size": 8}}, "1.3.0rc13")
     assert "replaced by 'the top-level max_batch_size" in error
 
 
-def test_audit_14_save_state_without_layers_warns_on_12rc6():
+def test_save_state_without_layers_warns_on_12rc6():
     result = t.validate({"speculative_config": {"decoding_type": "SaveState", "output_directory": "/tmp/s"}}, "1.2.0rc6")
     assert any("eagle3_layers_to_capture" in w for w in result.warnings)
     (error,) = errors_of({"speculative_config": {"decoding_type": "SaveState"}}, "1.3.0rc13")
     assert error.startswith("speculative_config.output_directory: is required")
 
 
-def test_audit_15_and_16_mtp_fields_of_13():
+def test_mtp_plain_field_and_non_null_thinking_tokens_on_13():
     t.validate({"speculative_config": {"decoding_type": "MTP", "num_nextn_predict_layers_from_model_config": 1}},
                "1.3.0rc13")
     (error,) = errors_of({"speculative_config": {"decoding_type": "MTP", "begin_thinking_phase_token": None}},

@@ -26,7 +26,9 @@ class Opt:
 
 
 def _options(version):
-    """The serve options of a release (trtllm-serve-facts.md section 4)."""
+    """The serve options of a release: the trtllm-serve command reference of each release,
+    https://nvidia.github.io/TensorRT-LLM/<release>/commands/trtllm-serve/trtllm-serve.html, and the click
+    options in tensorrt_llm/commands/serve.py (https://github.com/NVIDIA/TensorRT-LLM)."""
     rc6 = at_least(version, "1.2.0rc6")
     v13 = at_least(version, "1.3.0rc0")
     opts = [

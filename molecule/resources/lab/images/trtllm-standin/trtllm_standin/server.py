@@ -1,4 +1,9 @@
-"""HTTP side of the trtllm-serve stand-in (trtllm-serve-facts.md section 5), standard library only."""
+"""HTTP side of the trtllm-serve stand-in, standard library only.
+
+Endpoints as tensorrt_llm/serve/openai_server.py (https://github.com/NVIDIA/TensorRT-LLM) serves them and the
+trtllm-serve command reference describes them
+(https://nvidia.github.io/TensorRT-LLM/<release>/commands/trtllm-serve/trtllm-serve.html).
+"""
 
 import collections
 import json
