@@ -57,6 +57,7 @@ def make_action(args, check_mode=False, diff=False):
     task = MagicMock()
     task.args = args
     task.async_val = 0
+    task.run_once = False
     task.check_mode = check_mode
     task.diff = diff
     task.action = "dgx_spark.specdec.specdec_plan"
@@ -245,7 +246,7 @@ def test_scope_network_ignores_serving_values():
 def test_bad_scope_fails():
     groups, hostvars = legacy()
     result, dummy = run("spark-a", groups, hostvars, {"scope": "everything", "profile": TWO})
-    assert result["failed"] is True and result["msg"] == "scope: everything is not serve or network"
+    assert result["failed"] is True and result["msg"] == "scope: everything is not one of serve, network, teardown"
 
 
 # -- what fails, named ------------------------------------------------------------------------------------------
@@ -270,7 +271,7 @@ def test_profile_that_is_not_a_mapping_fails():
     assert result["failed"] is True
     assert result["msg"] == "profile: str is not a mapping (the playbook's specdec_profile)"
     result, dummy = run("spark-a", groups, hostvars, {})
-    assert result["failed"] is True and "profile: NoneType is not a mapping" in result["msg"]
+    assert result["failed"] is True and "specdec_profile_name: not set" in result["msg"]
 
 
 def test_node_without_facts_fails_naming_it():

@@ -8,6 +8,7 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _inputs as inputs
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _specdec_plan as p
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
@@ -232,15 +233,17 @@ def test_low_latency_publishes_its_port_on_a_bridge():
      'specdec_serve_draft_dir on spark-a (cluster sparks): "/opt/draft/" is not a directory under the /models mount'),
     ({"specdec_serve_draft_dir": "/models/a b"}, 'specdec_serve_draft_dir on spark-a (cluster sparks): "/models/a b" is not an absolute path'),
     ({"trtllm_container_name": "trtllm multinode"}, 'trtllm_container_name on spark-a: "trtllm multinode" is not a Docker container name'),
-    ({"trtllm_container_image": "NVCR.io/Bad Image"}, 'trtllm_container_image on spark-a: "NVCR.io/Bad Image" is not an image reference'),
-    ({"trtllm_container_image_tag": "1.2.0rc6;x"}, 'trtllm_container_image_tag on spark-a: "1.2.0rc6;x" is not an image tag'),
+    ({"trtllm_container_image": "NVCR.io/Bad Image"},
+     'trtllm_container_image on spark-a (cluster sparks): "NVCR.io/Bad Image" is not an image reference'),
+    ({"trtllm_container_image_tag": "1.2.0rc6;x"}, 'trtllm_container_image_tag on spark-a (cluster sparks): "1.2.0rc6;x" is not an image tag'),
     ({"trtllm_container_qsfp_interfaces": ["enp1s0f1np1", "eth0/../x"]},
      'trtllm_container_qsfp_interfaces item on spark-a: "eth0/../x" is not a network interface name'),
     ({"trtllm_container_qsfp_addresses": ["192.168.200.300"]}, 'trtllm_container_qsfp_addresses item on spark-a: "192.168.200.300" is not an IP address'),
     ({"openmpi_hostfile_address": "192.168.200.99"}, 'openmpi_hostfile_address on spark-a: "192.168.200.99" is not one of this node\'s QSFP addresses'),
     ({"trtllm_container_hf_cache_dir": "relative/dir"}, 'trtllm_container_hf_cache_dir on spark-a: "relative/dir" is not an absolute path'),
     ({"trtllm_container_network_mode": "host;x"}, 'trtllm_container_network_mode on spark-a: "host;x" is not host, bridge, none'),
-    ({"trtllm_container_env": {"BAD-NAME": "1"}}, 'trtllm_container_env key on spark-a: "BAD-NAME" is not an environment variable name'),
+    ({"trtllm_container_env": {"BAD-NAME": "1"}},
+     'trtllm_container_env key on spark-a (cluster sparks): "BAD-NAME" is not an environment variable name'),
     ({"trtllm_container_devices": ["/etc/shadow"]}, 'trtllm_container_devices item on spark-a: "/etc/shadow" is not a device'),
     ({"trtllm_container_restart_policy": "no"}, "trtllm_container_restart_policy on spark-a: \"no\" is not always, unless-stopped or on-failure"),
     ({"trtllm_container_memlock": 0}, "trtllm_container_memlock on spark-a: 0 is not -1 (unlimited)"),
@@ -261,7 +264,12 @@ def test_low_latency_publishes_its_port_on_a_bridge():
      'trtllm_container_cluster_hosts on spark-a: ["spark-b", "spark-a"] differs from the cluster\'s nodes, head first (spark-a, spark-b)'),
 ])
 def test_each_bad_value_fails_alone_with_field_value_and_what_is_accepted(variables, expected):
-    errors = errors_of(two, per_node={"spark-a": variables})
+    # A cluster-wide variable is set for the whole cluster (its group); a node's own on that node.
+    (name,) = variables
+    if inputs.lookup(name).scope == inputs.CLUSTER:
+        errors = errors_of(two, variables=variables)
+    else:
+        errors = errors_of(two, per_node={"spark-a": variables})
     assert len(errors) == 1, errors
     assert expected in errors[0], errors[0]
 

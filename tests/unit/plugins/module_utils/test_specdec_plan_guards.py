@@ -6,13 +6,14 @@ import sys
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _specdec_plan as p
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
-from spark_nodes import SEED_ADDRESSES, profile, spark  # noqa: E402  pylint: disable=wrong-import-position
+from spark_nodes import PLAYBOOK_ADDRESSES, profile, spark  # noqa: E402  pylint: disable=wrong-import-position
 
 GIB = 1024 ** 3
 
 
 def two(variables=None, facts=None):
-    node_vars = {h: dict(netplan_qsfp_addresses=SEED_ADDRESSES[h], **(variables or {})) for h in ("spark-a", "spark-b")}
+    node_vars = {h: dict(netplan_qsfp_addresses=PLAYBOOK_ADDRESSES[h], **(variables or {}))
+                 for h in ("spark-a", "spark-b")}
     facts = facts or {h: spark(h) for h in node_vars}
     return p.plan_cluster("sparks", ["spark-a", "spark-b"], profile("two_spark_eagle3"), node_vars, facts)
 
@@ -130,7 +131,7 @@ def test_mtu_differing_between_the_ends_stops_the_plan():
     for host, text in zip(("spark-a", "spark-b"), content):
         facts[host]["netplan"] = {"/etc/netplan/40-cx7.yaml": {"sha256": p.sha256(text), "mode": "0600",
                                                                "owner": "root", "group": "root"}}
-        facts[host]["ipv4"] = {i: [c] for i, c in SEED_ADDRESSES[host].items()}
+        facts[host]["ipv4"] = {i: [c] for i, c in PLAYBOOK_ADDRESSES[host].items()}
     errors = errors_of(two, facts=facts)
     assert errors == ["QSFP link enp1s0f1np1 of spark-a (192.168.200.12) to spark-b (192.168.200.13): the MTU would "
                       "be 9000 on spark-a and 1500 on spark-b after this run (planned: 9000; netplan is not applied on "
@@ -155,7 +156,7 @@ def test_image_by_digest():
     plans, dummy = one({"trtllm_container_image": image})
     assert plans["spark-a"]["container"]["docker"]["image"] == image
     errors = errors_of(one, {"trtllm_container_image": "nvcr.io/nvidia/tensorrt-llm/release@sha256:abc"})
-    assert errors[0].startswith("trtllm_container_image on spark-a: ")
+    assert errors[0].startswith("trtllm_container_image on spark-a (cluster spark-a): ")
 
 
 # -- who may reach the endpoint -----------------------------------------------------------------------------------
