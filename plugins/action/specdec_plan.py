@@ -133,7 +133,7 @@ class ActionModule(ActionBase):
                 {"nodes": nodes, "errors": []}
             for node in nodes:
                 if node in run_hosts or node == only:
-                    plans[node] = part["plans"][node] if "plans" in part else part
+                    plans[node] = dict(part["plans"][node], profile=part.get("profile")) if "plans" in part else part
         return {"plans": plans, "clusters": clusters}
 
     def _plan_cluster(self, host):
@@ -143,10 +143,10 @@ class ActionModule(ActionBase):
         groups = self._vars.get("groups", {})
         nodes = [host]
         cluster = str(membership[host].get("specdec_cluster") or host)
+        profile_name = args.get("profile_name") or membership[host].get("specdec_profile_name") \
+            or _plain(self._hostvars[host].get("specdec_profile_name"))
         try:
-            profile = {"container_mode": "multinode"} if scope != "serve" else self._profile(
-                args, args.get("profile_name") or membership[host].get("specdec_profile_name")
-                or _plain(self._hostvars[host].get("specdec_profile_name")))
+            profile = {"container_mode": "multinode"} if scope != "serve" else self._profile(args, profile_name)
             mode = _plain(self._hostvars[host].get("trtllm_container_mode")) or profile.get("container_mode")
             single = scope == "serve" and (mode or "single") != "multinode"
             if scope == "teardown":
@@ -184,7 +184,7 @@ class ActionModule(ActionBase):
         if only in (None, nodes[0]):
             for warning in warnings:
                 self._display.warning(warning)
-        return cluster, nodes, {"plans": plans}
+        return cluster, nodes, {"plans": plans, "profile": profile_name if scope == "serve" else None}
 
     def _misspellings(self, cluster, nodes, node_vars, only=None):
         """Warn about a prefixed variable the catalogue does not know; the errors when specdec_strict_inputs."""

@@ -11,10 +11,13 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _fleet
 
 
-def fleet_stop_reason(host, hosts, hostvars):
-    """Why ``host`` must stop because another node of its cluster stopped ("" when none did)."""
+def fleet_stop_reason(host, hosts, hostvars, cluster=None):
+    """Why ``host`` must stop because another node of its cluster stopped ("" when none did).
+
+    With ``cluster`` (the plan's), ``hosts`` are that cluster's nodes and only theirs are read.
+    """
     try:
-        return _fleet.stop_reason(str(host), [str(h) for h in hosts], hostvars)
+        return _fleet.stop_reason(str(host), [str(h) for h in hosts], hostvars, str(cluster) if cluster else None)
     except (KeyError, TypeError, AttributeError) as exc:
         raise AnsibleFilterError("fleet_stop_reason: %s" % exc)
 

@@ -46,11 +46,15 @@ def _nodes(host, hosts, hostvars):
     return [h for h in hosts if str(_get(hostvars[h], "specdec_cluster") or "") == str(mine)] or [host]
 
 
-def stop_reason(host, hosts, hostvars):
-    """Why ``host`` must stop because another node of its cluster stopped; "" when none did."""
-    cluster = cluster_of(host, hostvars[host])
+def stop_reason(host, hosts, hostvars, cluster=None):
+    """Why ``host`` must stop because another node of its cluster stopped; "" when none did.
+
+    With ``cluster`` (its name, from the plan), ``hosts`` are the cluster's nodes: only theirs are read.
+    """
+    nodes = hosts if cluster else _nodes(host, hosts, hostvars)
+    cluster = cluster or cluster_of(host, hostvars[host])
     failed = []
-    for node in _nodes(host, hosts, hostvars):
+    for node in nodes:
         if node == host or node not in hostvars:
             continue
         failure = _get(hostvars[node], FAILURE)
@@ -113,4 +117,5 @@ def summary(hosts, hostvars):
         lines.append("%s (%s): %s - %s" % (name, ", ".join(members), state.upper() if state == "failed" else state,
                                            detail))
     lines.append("fleet: %d clusters serving, %d failed" % (serving, failed))
-    return {"lines": lines, "serving": serving, "failed": failed, "clusters": result}
+    return {"lines": lines, "serving": serving, "failed": failed, "clusters": result,
+            "failed_clusters": [name for name, item in result.items() if item["state"] == "failed"]}

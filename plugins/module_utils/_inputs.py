@@ -36,7 +36,9 @@ PREFIXES = ("specdec_", "netplan_qsfp_", "trtllm_container_", "openmpi_hostfile_
 # Set by the collection itself (facts and play variables), never by a user: not inputs, never "misspelt".
 PRODUCED = ("specdec_plan", "specdec_plans", "specdec_profile", "specdec_fleet_started", "specdec_fleet_failure",
             "specdec_fleet_serving", "specdec_serve_endpoint", "specdec_serve_memory", "netplan_qsfp_link_check",
-            "specdec_serve_spec", "trtllm_container_spec", "netplan_qsfp_spec", "openmpi_hostfile_spec")
+            "specdec_serve_spec", "trtllm_container_spec", "netplan_qsfp_spec", "openmpi_hostfile_spec",
+            # play variables of playbooks/converge.yml, set by the playbooks that import it
+            "specdec_converge_hosts", "specdec_converge_scope", "specdec_converge_title", "specdec_profile_fixed")
 
 # ---------------------------------------------------------------------------
 # Formats of the values that reach commands, paths and file names

@@ -448,21 +448,24 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
 
 
 def plan_teardown(cluster, nodes, node_vars, facts):
-    """What teardown removes on each node, by name: the collection's containers, the allow-list, and (asked) the
-    downloads -> ({host: {"cluster", "containers", "dirs", "token_files"}}, warnings)."""
+    """What teardown removes on each node, by name -> ({host: node plan with "teardown"}, warnings).
+
+    ``teardown``: the collection's containers (the one named by trtllm_container_name, else every name the
+    collection gives its containers), the downloads' directories and the token file.
+    """
     plan = _Plan(cluster, nodes, {}, node_vars, facts)
-    out = {}
-    for host in plan.nodes:
+    plans = {}
+    for rank, host in enumerate(plan.nodes):
         r = plan.node(host)
-        home = facts[host].get("home") or ""
-        dirs = _dirs(r, home)
+        dirs = _dirs(r, facts[host].get("home") or "")
         given = r.get("trtllm_container_name", required=False)
-        names = [given] if given else sorted(CONTAINER_NAMES.values())
-        out[host] = {"cluster": cluster, "nodes": list(plan.nodes), "containers": names,
-                     "models": [dirs["hf_cache_dir"] + "/hub", dirs["models_dir"]],
-                     "token_files": [dirs["config_dir"] + "/hf_token"]}
+        plans[host] = dict(_identity(plan, host, rank, len(plan.nodes) > 1), netplan=None, container=None,
+                           hostfile=None, serve=None, teardown={
+                               "containers": [given] if given else sorted(CONTAINER_NAMES.values()),
+                               "models": [dirs["hf_cache_dir"] + "/hub", dirs["models_dir"]],
+                               "token_files": [dirs["config_dir"] + "/hf_token"]})
     plan.check()
-    return out, plan.warnings
+    return plans, plan.warnings
 
 
 def _identity(plan, host, rank, multinode):
@@ -993,7 +996,8 @@ def _health_url(triton, bind, port, host=None):
 def _endpoint(s, container):
     """What specdec_endpoint checks on the head: trtllm-serve's OpenAI API, or Triton's generate API and metrics."""
     host = local_address(s.bind)
-    endpoint = {"url": "http://%s:%d" % (host, s.port), "model": s.model, "api": s.api, "prompt": s.prompt,
+    endpoint = {"url": "http://%s:%d" % (host, s.port), "port": s.port, "model": s.model, "api": s.api,
+                "prompt": s.prompt,
                 "max_tokens": s.max_tokens, "requests": s.requests, "metrics_url": None, "tokenizer": None}
     if s.triton:
         endpoint.update(model=trt.TRITON_MODEL, metrics_url="http://%s:%d" % (host, s.ports["metrics"]),
