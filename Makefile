@@ -13,7 +13,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: demo test bench venv docker ee fleet-demo unit lab-test lint sanity molecule lab-up lab-down clean
+.PHONY: demo test bench venv docker ee fleet-demo unit lab-test lint sanity molecule lab-up lab-down clean docs
 
 demo: venv docker
 	scripts/demo.sh
@@ -40,6 +40,11 @@ venv:
 docker:
 	@scripts/ensure_docker.sh
 
+# Everything documented about the inputs, from the input catalogue (plugins/module_utils/_inputs.py): each role's
+# argument_specs.yml and defaults/main.yml, the README variable tables, the plan module's list of variables.
+docs: venv
+	python tools/gen_docs.py
+
 # Single stages, for development.
 unit: venv
 	python -m pytest tests/unit -q
@@ -48,6 +53,7 @@ lab-test: venv docker
 	python -m pytest tests/lab -q
 
 lint: venv
+	python tools/gen_docs.py --check
 	yamllint -s .
 	ansible-lint
 	antsibull-changelog lint

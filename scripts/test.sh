@@ -14,7 +14,7 @@ failures=()
 stage_cmd() {
   case "$1" in
     unit) python -m pytest tests/unit -q -p no:cacheprovider ;;
-    lint) yamllint -s . && ansible-lint && antsibull-changelog lint ;;
+    lint) python tools/gen_docs.py --check && yamllint -s . && ansible-lint && antsibull-changelog lint ;;
     sanity) tests/sanity/run-sanity.sh ;;
     lab) python -m pytest tests/lab -q -p no:cacheprovider ;;
     netplan) tests/netplan_qsfp/run.sh ;;

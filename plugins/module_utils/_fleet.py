@@ -89,7 +89,8 @@ def summary(hosts, hostvars):
     lines = []
     result = {}
     for name, members in clusters.items():
-        started = [h for h in members if records[h][STARTED]]
+        # A node that failed before its plan (unreachable) was reached by the run all the same.
+        started = [h for h in members if records[h][STARTED] or records[h][FAILURE]]
         failures = [(h, records[h][FAILURE]) for h in members if records[h][FAILURE]]
         serving_heads = [(h, records[h][SERVING]) for h in members if records[h][SERVING]]
         if not started:

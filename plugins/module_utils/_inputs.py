@@ -124,7 +124,7 @@ class Input:
     """One variable: what it is, where it applies, what is accepted."""
 
     __slots__ = ("name", "kind", "doc", "scope", "default", "profile", "fmt", "choices", "minimum", "maximum",
-                 "nullable", "applied", "aliases", "default_doc", "secret", "deprecated", "entry_points")
+                 "nullable", "applied", "aliases", "default_doc", "secret", "deprecated", "entry_points", "template")
 
     def __init__(self, name, kind, doc, **kw):
         self.name = name
@@ -144,6 +144,7 @@ class Input:
         self.secret = kw.pop("secret", False)
         self.deprecated = kw.pop("deprecated", None)       # why, for a variable that is going away
         self.entry_points = tuple(kw.pop("entry_points", ("main",)))
+        self.template = kw.pop("template", None)           # a role default computed by Jinja (defaults/main.yml)
         if kw:
             raise ValueError("%s: unknown fields %s" % (name, ", ".join(sorted(kw))))
         if kind not in KINDS or self.scope not in (CLUSTER, NODE) or self.applied not in APPLIED:
@@ -174,13 +175,15 @@ class Input:
         elif self.kind == "bool":
             text = "a boolean (true or false)"
         elif self.kind == "list":
-            text = "a list of " + (FORMATS[self.fmt][1] if self.fmt else "strings")
+            text = "a list, each " + FORMATS[self.fmt][1] if self.fmt else "a list of strings"
         elif self.kind == "env":
             text = "a mapping of environment variable names to single-line strings"
         elif self.kind == "dict":
             text = "a mapping"
         elif self.fmt:
             text = FORMATS[self.fmt][1]
+        elif self.kind == "raw":
+            text = "as described"
         else:
             text = "a string"
         return text + (" or null" if self.nullable else "")
@@ -355,7 +358,11 @@ INPUTS = (
     # the role's own
     _I("trtllm_container_hf_token", "str", "Hugging Face token for gated models; empty means none. Never logged, "
        "never in argv or the container's environment.", scope=NODE, applied="role", secret=True,
-       default_doc="HF_TOKEN from the controller's environment, else the content of the file HF_TOKEN_FILE names"),
+       default_doc="HF_TOKEN from the controller's environment, else the content of the file HF_TOKEN_FILE names",
+       # A file, so the token is in no job environment AWX or ansible-runner stores (the AWX credential type).
+       template="{{ lookup('ansible.builtin.env', 'HF_TOKEN')\n"
+                "   or (lookup('ansible.builtin.file', lookup('ansible.builtin.env', 'HF_TOKEN_FILE'))\n"
+                "       if lookup('ansible.builtin.env', 'HF_TOKEN_FILE') else '') }}"),
     _I("trtllm_container_pull_timeout", "int", "Seconds allowed for pulling the image.", scope=NODE,
        applied="role", default=7200, minimum=1),
     _I("trtllm_container_log_max_size", "str", "Size at which Docker rotates the server's log.", scope=NODE,
@@ -706,3 +713,65 @@ class Reader:
 
     def _raw(self, item, value, required):
         return value
+
+
+# ---------------------------------------------------------------------------
+# The plan's parts: what each role receives as its *_spec parameter
+# ---------------------------------------------------------------------------
+
+# (key, type, elements, description); the roles' argument specs are generated from these, and the plan's unit tests
+# check that each part has exactly these keys.
+PARTS = {
+    "netplan_qsfp": ("netplan_qsfp_spec", "This node's specdec_plan.netplan (the plan of its QSFP link).", (
+        ("file", "str", None, "The netplan file."),
+        ("content", "str", None, "The netplan document."),
+        ("up_to_date", "bool", None, "The node's file is already this one (content, 0600 root:root)."),
+        ("check_links", "bool", None, "Ping both ends after netplan (when it applied something, or the run is about "
+                                      "the link only)."),
+        ("plan", "str", None, "addresses or link_local."),
+        ("up", "list", "str", "The Up QSFP netdevs."),
+        ("entries", "list", "dict", "The planned addresses - iface, cidr."),
+        ("addresses", "list", "str", "This node's QSFP addresses."),
+        ("missing", "list", "str", "Planned addresses not on their netdev now."),
+        ("mtu", "int", None, "The planned MTU (null leaves it alone)."),
+        ("links", "list", "dict", "Both ends of each link - iface, address, peer, peer_address, mtu."),
+    )),
+    "trtllm_container": ("trtllm_container_spec", "This node's specdec_plan.container (its TensorRT-LLM container).", (
+        ("name", "str", None, "The container's name."),
+        ("image", "str", None, "The image reference."),
+        ("pull", "bool", None, "Pull the image when it is missing."),
+        ("login_user", "str", None, "The Spark's login user."),
+        ("dirs", "list", "dict", "Host directories to create - path, owner, mode."),
+        ("config_dir", "str", None, "The configuration directory (mounted read-only at /etc/dgx-spark)."),
+        ("token_file", "str", None, "Where the Hugging Face token is written."),
+        ("token_owner", "str", None, "The token file's owner."),
+        ("token_keep", "bool", None, "The token file is the user's own (huggingface-cli login): never removed."),
+        ("fetch", "list", "dict", "Files fetched once with their checksum - url, dest, checksum."),
+        ("firewall", "dict", None, "The endpoint's allow-list - enabled, chain, chain_rules, jumps, changes."),
+        ("image_report", "str", None, "Which image the node runs (ID, digest, release)."),
+        ("files", "list", "dict", "Files to write - path, mode, content."),
+        ("ssh", "dict", None, "SSH trust on a cluster (null on one Spark) - dir, port, addresses, nodes, host_key, "
+                              "client_key, key_pairs."),
+        ("docker", "dict", None, "The settings of community.docker.docker_container, the command included."),
+        ("current", "bool", None, "The container already runs this image with exactly these settings."),
+    )),
+    "openmpi_hostfile": ("openmpi_hostfile_spec", "This node's specdec_plan.hostfile (the cluster's hostfile).", (
+        ("path", "str", None, "Where the hostfile is written."),
+        ("content", "str", None, "One line per node, head first - ADDRESS slots=N."),
+        ("container", "str", None, "The head's container (mpirun runs there)."),
+        ("hostnames", "list", "str", "Every node's host name, rank order."),
+        ("ssh_port", "int", None, "The containers' sshd port."),
+    )),
+    "specdec_serve": ("specdec_serve_spec", "This node's specdec_plan.serve (what it serves).", (
+        ("container", "str", None, "The container the downloads run in."),
+        ("frontend", "str", None, "trtllm-serve or triton."),
+        ("downloads", "list", "dict", "What hf download fetches - repo, local_dir, marker, marker_file."),
+        ("options_file", "dict", None, "The options file (Triton - model.yaml) - path, content."),
+        ("template", "dict", None, "Triton - the model repository's template (marker, argv); else null."),
+        ("argv", "list", "str", "The server's command line (on the head)."),
+        ("memory", "dict", None, "The dgx_spark.specdec.spark_memory parameters."),
+        ("endpoint", "dict", None, "What the head validates - url, port, model, api, prompt, max_tokens, requests, "
+                                   "metrics_url, tokenizer; null on a worker."),
+        ("current", "bool", None, "The container already runs this image with exactly these settings."),
+    )),
+}

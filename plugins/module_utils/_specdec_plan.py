@@ -22,6 +22,7 @@ the host, the value and what is accepted. The rank order (head first) is decided
 from __future__ import annotations
 
 import hashlib
+import json
 import posixpath
 
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _firewall as fw
@@ -43,6 +44,7 @@ DEFAULT_CLUSTER = "sparks"
 # node's config directory) the first time, and mounted where the Triton tutorial keeps it.
 TRITON_REPO_DIR = "llmapi_repo"
 TRITON_REPO_MOUNT = "/opt/tritonserver/llmapi_repo"
+SPEC_LABEL = "dgx-spark.specdec/spec"
 # The containers the collection may have created on a node, by mode (teardown looks for each).
 CONTAINER_NAMES = {"single": "trtllm-specdec", "multinode": "trtllm-multinode", "triton": "triton-specdec"}
 # Open MPI 4.1 binds its out-of-band and TCP BTL listeners to the wildcard address whatever
@@ -146,6 +148,8 @@ class _Plan:
         self.facts = facts
         self.errors = []
         self.warnings = []
+        self.per = {}        # each node's settings, once read (step 5)
+        self.hostfile = None
         if not isinstance(self.profile, dict):
             raise PlanError(cluster, ["specdec_profile: %s is not a mapping (the playbook's vars file sets it)"
                                       % _show(profile)])
@@ -208,7 +212,7 @@ class _Served:
     __slots__ = ("frontend", "triton", "triton_release", "version", "multinode", "method", "speculative",
                  "needs_draft", "model", "draft_model", "draft_dir", "max_draft_len", "options", "tp_size", "flags",
                  "trust_remote_code", "bind", "port", "ports", "extra_args", "mpi_export", "allowed", "encodings",
-                 "triton_config", "api", "prompt", "max_tokens", "requests", "image", "container")
+                 "triton_config", "api", "prompt", "max_tokens", "requests", "image", "container", "options_content")
 
 
 def _served(plan):
@@ -428,22 +432,24 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
     plan = _Plan(cluster, nodes, profile, node_vars, facts)
     s = _served(plan)
     _check_topology(plan, s)
-    options = _options(plan, s)
+    options = s.options_content = _options(plan, s)
     per = {host: _node_settings(plan, s, host, rank) for rank, host in enumerate(plan.nodes)}
     links = _plan_links(plan) if s.multinode and len(plan.nodes) >= 2 else {}
     plan.check()
     for host, link in links.items():
         per[host].update(link.pop("node"))
-    hostfile = _hostfile(plan, per) if s.multinode else None
+    plan.per = per
+    plan.hostfile = hostfile = _hostfile(plan, per) if s.multinode else None
     plans = {}
     for rank, host in enumerate(plan.nodes):
         node = per[host]
-        command, entry, env = _command(plan, s, node, rank, options, hostfile, per)
+        command, entry, env = _command(plan, s, node)
         plans[host] = dict(_identity(plan, host, rank, s.multinode), trtllm_version=s.version,
                            netplan=links.get(host),
-                           container=_container_part(plan, s, node, rank, entry, env, per),
+                           container=_container_part(plan, s, node, entry, env),
                            hostfile=_hostfile_part(plan, node, hostfile) if s.multinode else None,
-                           serve=_serve_part(plan, s, node, rank, command, options, per))
+                           serve=_serve_part(plan, s, node, command))
+        plans[host]["serve"]["current"] = plans[host]["container"]["current"]
     return plans, plan.warnings
 
 
@@ -695,13 +701,16 @@ def _node_link(plan, host, planned, settings, need_addresses):
                "one of this node's QSFP addresses (%s): mpirun hangs when the hostfile IPs differ from the interface "
                "IPs" % ", ".join(addresses))
     installed = (plan.facts[host].get("netplan") or {}).get(settings["file"]) or {}
+    up_to_date = (installed.get("sha256") == sha256(planned["content"])
+                  and (installed.get("mode"), installed.get("owner"), installed.get("group")) == ("0600", "root", "root"))
     return {
         "file": settings["file"],
         "content": planned["content"],
         # The file on the node is already this one (content, 0600 root:root): nothing to check or write.
-        "up_to_date": (installed.get("sha256") == sha256(planned["content"])
-                       and (installed.get("mode"), installed.get("owner"), installed.get("group"))
-                       == ("0600", "root", "root")),
+        "up_to_date": up_to_date,
+        # Ping both ends after netplan applied something, and always when the link is all the run is about
+        # (qsfp_link.yml); a serving run whose link stays as it was proves it with the endpoint instead.
+        "check_links": not need_addresses or not up_to_date or bool(planned["missing"]),
         "plan": settings["plan"],
         "up": planned["up"],
         "entries": [{"iface": e["iface"], "cidr": e["cidr"]} for e in planned["entries"]],
@@ -769,8 +778,9 @@ def _environment(plan, s, node):
     return env
 
 
-def _command(plan, s, node, rank, options, hostfile, per):
+def _command(plan, s, node):
     """(the server's command or None on a worker, the container's entrypoint command, its environment)."""
+    per, rank, options, hostfile = plan.per, node["rank"], s.options_content, plan.hostfile
     env = _environment(plan, s, node)
     entry = ["/bin/bash", ENTRYPOINT]
     if s.multinode:
@@ -805,10 +815,11 @@ def _command(plan, s, node, rank, options, hostfile, per):
     return command, entry + ["--"] + command, env
 
 
-def _ssh_part(plan, node, per):
+def _ssh_part(plan, node):
     """On a cluster: where the node's keys are generated and which peers its sshd and ssh client know."""
     ssh_dir = node["config_dir"] + "/ssh"
     host = node["host"]
+    per = plan.per
     all_addresses = [a for h in plan.nodes for a in per[h]["qsfp_addresses"]]
     ssh = {
         "dir": ssh_dir,
@@ -827,8 +838,9 @@ def _ssh_part(plan, node, per):
     return ssh, files
 
 
-def _firewall(plan, s, node, per):
+def _firewall(plan, s, node):
     """The endpoint's allow-list on this node, and what differs from the rules it has (spark_facts read them)."""
+    per = plan.per
     # The allow-list guards the node that listens: the head (a worker's rules, if any, are removed).
     serving_ports = sorted(set(s.ports.values()))
     clients = list(s.allowed)
@@ -850,7 +862,7 @@ def _docker(plan, s, node, entry, env):
     if s.triton:
         volumes.append("%s:%s" % (repo_dir, TRITON_REPO_MOUNT))
     rank = node["rank"]
-    return {
+    docker = {
         "name": node["name"],
         "image": node["image"],
         "command": entry,
@@ -869,22 +881,28 @@ def _docker(plan, s, node, entry, env):
         "labels": {"dgx-spark.specdec/cluster": plan.cluster, "dgx-spark.specdec/rank": str(rank),
                    "dgx-spark.specdec/role": ("head" if rank == 0 else "worker") if s.multinode else "single"},
     }
+    # The digest of every setting, in a label of its own: spark_facts reads it back, so the plan knows whether the
+    # container already runs exactly this (the same idea as the options file's digest in the command).
+    docker["labels"][SPEC_LABEL] = sha256(json.dumps(docker, sort_keys=True))
+    return docker
 
 
-def _container_part(plan, s, node, rank, entry, env, per):
-    host = node["host"]
+def _container_part(plan, s, node, entry, env):
+    host, rank = node["host"], node["rank"]
     login_token = node["hf_token_source"] == "login"
     if login_token and not plan.facts[host].get("hf_login_token"):
         plan.warnings.append("trtllm_container_hf_token_source on %s: login, but %s has no token stored by "
                              "`huggingface-cli login` (~/.cache/huggingface/token); gated models need one, unless "
                              "trtllm_container_hf_token is set (the role then writes that file)"
                              % (host, node["login_user"]))
-    ssh, files = _ssh_part(plan, node, per) if s.multinode else (None, [])
+    ssh, files = _ssh_part(plan, node) if s.multinode else (None, [])
     tiktoken = pre.encodings_spec(node["config_dir"], CONFIG_MOUNT, *s.encodings) if s.encodings else None
     found = (plan.facts[host].get("images") or {}).get(node["image"]) or {}
-    drift = pre.image_drift(node["image"], found, (plan.facts[host].get("containers") or {}).get(node["name"]))
+    running = (plan.facts[host].get("containers") or {}).get(node["name"])
+    drift = pre.image_drift(node["image"], found, running)
     if drift:
         plan.warnings.append("trtllm_container_image on %s: %s" % (host, drift))
+    docker = _docker(plan, s, node, entry, env)
     dirs = [{"path": node["hf_cache_dir"], "owner": node["login_user"], "mode": "0755"},
             {"path": node["models_dir"], "owner": node["login_user"], "mode": "0755"},
             {"path": node["config_dir"], "owner": "root", "mode": "0755"}]
@@ -904,17 +922,30 @@ def _container_part(plan, s, node, rank, entry, env, per):
         "token_owner": node["login_user"] if login_token else "root",
         "token_keep": login_token,
         "fetch": tiktoken["files"] if tiktoken else [],
-        "firewall": _firewall(plan, s, node, per),
+        "firewall": _firewall(plan, s, node),
         "image_report": pre.image_report(node["image"], found, _image_version(found) if found else None),
         "files": files,
         "ssh": ssh,
-        "docker": _docker(plan, s, node, entry, env),
+        "docker": docker,
+        "current": _current(running, found, docker),
     }
 
 
-def _serve_part(plan, s, node, rank, command, options, per):
+def _current(running, image, docker):
+    """The container runs, created from this very image with exactly the planned settings (the digest in its label):
+    the server is the planned one, so the container task and the checks that prove a first setup (the memory,
+    mpirun hostname) need not run again."""
+    running = running or {}
+    return (bool(running.get("running")) and running.get("spec") == docker["labels"][SPEC_LABEL]
+            and bool(image.get("id")) and running.get("image_id") == image.get("id"))
+
+
+def _serve_part(plan, s, node, command):
     repo_dir = node["config_dir"] + "/" + TRITON_REPO_DIR
     memory = node["memory"]
+    rank = node["rank"]
+    per = plan.per
+    options = s.options_content
     ready_url = _health_url(s.triton, s.bind, s.port, None if rank == 0 else per[plan.head]["hostfile_address"])
     draft = s.draft_model if s.needs_draft else None
     return {

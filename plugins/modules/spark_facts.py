@@ -268,12 +268,13 @@ ansible_facts:
         containers:
           description:
             - The containers created by this collection (label C(dgx-spark.specdec/role)), by name, with C(image_ref)
-              (the reference they were created from), C(image_id) and C(running).
+              (the reference they were created from), C(image_id), C(running) and C(spec) (the digest of the settings
+              it was created with, its label C(dgx-spark.specdec/spec)).
             - Empty when O(docker=false) or the engine does not answer.
           returned: success
           type: dict
           sample: {"trtllm-specdec": {"image_ref": "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6",
-                   "image_id": "sha256:0123abcd", "running": true}}
+                   "image_id": "sha256:0123abcd", "running": true, "spec": "4f2a..."}}
         tools:
           description: Whether the commands the roles may need are installed - C(iptables).
           returned: success
@@ -319,6 +320,7 @@ SYS_CLASS_NET = "/sys/class/net"
 DEV_INFINIBAND = "/dev/infiniband"
 NETPLAN_DIR = "/etc/netplan"
 CONTAINER_LABEL = "dgx-spark.specdec/role"
+SPEC_LABEL = "dgx-spark.specdec/spec"
 FIREWALL_CHAIN = "DGX-SPECDEC"
 FIREWALL_COMMENT = "dgx-spark.specdec"
 
@@ -490,7 +492,7 @@ class SparkFacts:
         return {"ok": True, "error": "", "runtimes": sorted(runtimes)}, self.images(docker)
 
     def containers(self, docker):
-        """The collection's containers (by label) -> {name: {image_ref, image_id, running}}."""
+        """The collection's containers (by label) -> {name: {image_ref, image_id, running, spec}}."""
         rc, out, dummy = self.run([docker, "ps", "-a", "--quiet", "--no-trunc", "--filter", "label=" + CONTAINER_LABEL])
         ids = out.split() if rc == 0 else []
         if not ids:
@@ -504,9 +506,12 @@ class SparkFacts:
         for item in found if isinstance(found, list) else []:
             name = str(item.get("Name") or "").lstrip("/")
             if name:
-                containers[name] = {"image_ref": (item.get("Config") or {}).get("Image") or "",
+                config = item.get("Config") or {}
+                containers[name] = {"image_ref": config.get("Image") or "",
                                     "image_id": item.get("Image") or "",
-                                    "running": bool((item.get("State") or {}).get("Running"))}
+                                    "running": bool((item.get("State") or {}).get("Running")),
+                                    # The plan compares it with its own: the same settings run the same server.
+                                    "spec": str((config.get("Labels") or {}).get(SPEC_LABEL) or "")}
         return containers
 
     def inspect(self, docker, refs):

@@ -54,7 +54,7 @@ def test_the_tutorials_eagle3_through_triton():
         "python3", "/app/scripts/launch_triton_server.py", "--model_repo=/opt/tritonserver/llmapi_repo/",
         "--http_port", "8000", "--grpc_port", "8001", "--metrics_port", "8002"]
     assert serve["endpoint"] == {
-        "url": "http://127.0.0.1:8000", "model": "tensorrt_llm", "api": "triton", "prompt": "What is ML?",
+        "url": "http://127.0.0.1:8000", "port": 8000, "model": "tensorrt_llm", "api": "triton", "prompt": "What is ML?",
         "max_tokens": 50, "requests": 1, "metrics_url": "http://127.0.0.1:8002",
         "tokenizer": {"container": "triton-specdec", "model": "meta-llama/Llama-3.1-8B-Instruct"}}
 

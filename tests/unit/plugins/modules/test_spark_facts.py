@@ -240,13 +240,14 @@ def test_full_fact(capsys, node):
 def test_containers_of_the_collection_and_tools(capsys, node):
     node.bins["iptables"] = "/usr/sbin/iptables"
     node.containers = [{"Id": "c1", "Name": "/trtllm-specdec", "Image": "sha256:aaaa",
-                        "Config": {"Image": IMAGE_A}, "State": {"Running": True}},
+                        "Config": {"Image": IMAGE_A, "Labels": {"dgx-spark.specdec/spec": "abc123"}},
+                        "State": {"Running": True}},
                        {"Id": "c2", "Name": "/old", "Image": "sha256:bbbb", "Config": {"Image": IMAGE_B},
                         "State": {"Running": False}}]
     spark = gather(capsys)
     assert spark["containers"] == {
-        "trtllm-specdec": {"image_ref": IMAGE_A, "image_id": "sha256:aaaa", "running": True},
-        "old": {"image_ref": IMAGE_B, "image_id": "sha256:bbbb", "running": False},
+        "trtllm-specdec": {"image_ref": IMAGE_A, "image_id": "sha256:aaaa", "running": True, "spec": "abc123"},
+        "old": {"image_ref": IMAGE_B, "image_id": "sha256:bbbb", "running": False, "spec": ""},
     }
     assert spark["tools"] == {"iptables": True}
     # Only the allow-list's lines of the filter table.
