@@ -95,6 +95,18 @@ def run_playbook(playbook, *extra):
     return run.returncode, run.stdout + run.stderr
 
 
+# The first steps of playbooks/tasks/converge_steps.yml that change a node: a failure before them changed nothing.
+APPLY_STEPS = ("TASK [Let the login user use Docker]", "TASK [Address the QSFP ports]",
+               "TASK [Run the TensorRT-LLM container]")
+
+
+def failed_in_preflight(output):
+    """The run failed in the pre-flight: nothing reported a change and no apply step had started before the first
+    failure (the converge path is one play; its pre-flight is the steps before the roles)."""
+    before = output.split("fatal:")[0]
+    return "fatal:" in output and "changed: [" not in before and not any(step in before for step in APPLY_STEPS)
+
+
 def changed_total(output):
     return sum(int(n) for n in re.findall(r"changed=(\d+)", output.split("PLAY RECAP")[-1]))
 

@@ -234,7 +234,7 @@ def test_unplugged_cable_fails_early_and_changes_nothing(host, node):
     try:
         rc, output = vh.run_playbook("two_spark_eagle3.yml")
         assert rc != 0
-        assert "Pre-flight" in output.split("fatal:")[0].rsplit("PLAY [", 1)[-1], output[-3000:]
+        assert vh.failed_in_preflight(output), output[-3000:]
         assert "unplugged" in output.lower() or "no up qsfp" in output.lower(), output[-3000:]
         assert "changed=0" in output and "changed=1" not in output
         assert _fingerprint(host) == before
@@ -252,7 +252,7 @@ def test_mtu_differing_between_the_ends_fails_early_and_changes_nothing(host, no
     try:
         rc, output = vh.run_playbook("two_spark_eagle3.yml")
         assert rc != 0
-        assert "Pre-flight" in output.split("fatal:")[0].rsplit("PLAY [", 1)[-1], output[-3000:]
+        assert vh.failed_in_preflight(output), output[-3000:]
         assert ("QSFP link enp1s0f1np1 of spark-a (192.168.200.12) to spark-b (192.168.200.13): the MTU would be 9000 "
                 "on spark-a and 1500 on spark-b after this run") in output, output[-3000:]
         assert "changed=0" in output and "changed=1" not in output
