@@ -19,6 +19,7 @@ from __future__ import annotations
 FAILURE = "specdec_fleet_failure"
 SERVING = "specdec_fleet_serving"
 STARTED = "specdec_fleet_started"
+DONE = "specdec_fleet_done"
 
 
 def _get(variables, name, default=None):
@@ -83,7 +84,7 @@ def summary(hosts, hostvars):
     clusters = {}
     for host in hosts:
         variables = hostvars[host]
-        records[host] = {key: _get(variables, key) for key in (STARTED, FAILURE, SERVING)}
+        records[host] = {key: _get(variables, key) for key in (STARTED, FAILURE, SERVING, DONE)}
         clusters.setdefault(cluster_of(host, variables), []).append(host)
     serving = failed = 0
     lines = []
@@ -109,6 +110,8 @@ def summary(hosts, hostvars):
             head, info = serving_heads[0]
             detail = "%s on %s port %s" % (info.get("profile") or "its profile", head, info.get("port"))
             serving += 1
+        elif not serving_heads and all(records[h][DONE] for h in members):  # the QSFP link, teardown
+            state, detail = "done", "every node done"
         else:
             state = "failed"
             missing = [h for h in members if h not in started]
@@ -117,6 +120,7 @@ def summary(hosts, hostvars):
         result[name] = {"state": state, "nodes": members, "detail": detail}
         lines.append("%s (%s): %s - %s" % (name, ", ".join(members), state.upper() if state == "failed" else state,
                                            detail))
-    lines.append("fleet: %d clusters serving, %d failed" % (serving, failed))
+    done = sum(1 for item in result.values() if item["state"] == "done")
+    lines.append("fleet: %d clusters serving, %s%d failed" % (serving, "%d done, " % done if done else "", failed))
     return {"lines": lines, "serving": serving, "failed": failed, "clusters": result,
             "failed_clusters": [name for name, item in result.items() if item["state"] == "failed"]}

@@ -34,7 +34,7 @@ CLUSTER = "cluster"
 NODE = "node"
 PREFIXES = ("specdec_", "netplan_qsfp_", "trtllm_container_", "openmpi_hostfile_", "docker_group_")
 # Set by the collection itself (facts and play variables), never by a user: not inputs, never "misspelt".
-PRODUCED = ("specdec_plan", "specdec_plans", "specdec_profile", "specdec_fleet_started", "specdec_fleet_failure",
+PRODUCED = ("specdec_plan", "specdec_plans", "specdec_profile", "specdec_fleet_started", "specdec_fleet_failure", "specdec_fleet_done",
             "specdec_fleet_serving", "specdec_serve_endpoint", "specdec_serve_memory", "netplan_qsfp_link_check",
             "specdec_serve_spec", "trtllm_container_spec", "netplan_qsfp_spec", "openmpi_hostfile_spec",
             # play variables of playbooks/converge.yml, set by the playbooks that import it
@@ -360,9 +360,7 @@ INPUTS = (
        "never in argv or the container's environment.", scope=NODE, applied="role", secret=True,
        default_doc="HF_TOKEN from the controller's environment, else the content of the file HF_TOKEN_FILE names",
        # A file, so the token is in no job environment AWX or ansible-runner stores (the AWX credential type).
-       template="{{ lookup('ansible.builtin.env', 'HF_TOKEN')\n"
-                "   or (lookup('ansible.builtin.file', lookup('ansible.builtin.env', 'HF_TOKEN_FILE'))\n"
-                "       if lookup('ansible.builtin.env', 'HF_TOKEN_FILE') else '') }}"),
+       template="{{ lookup('dgx_spark.specdec.hf_token') }}"),
     _I("trtllm_container_pull_timeout", "int", "Seconds allowed for pulling the image.", scope=NODE,
        applied="role", default=7200, minimum=1),
     _I("trtllm_container_log_max_size", "str", "Size at which Docker rotates the server's log.", scope=NODE,
@@ -500,7 +498,7 @@ def misspelt(names):
 
 def misspelling_message(host, name, suggestion):
     return "%s on %s is not a variable of dgx_spark.specdec%s; it is ignored (specdec_strict_inputs: true makes " \
-           "this an error)" % (name, host, "; did you mean %s?" % suggestion if suggestion else "")
+           "this an error)" % (name, host, " (did you mean %s?)" % suggestion if suggestion else "")
 
 
 def canonical(host, variables):

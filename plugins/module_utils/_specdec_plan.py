@@ -450,6 +450,7 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
                            hostfile=_hostfile_part(plan, node, hostfile) if s.multinode else None,
                            serve=_serve_part(plan, s, node, command))
         plans[host]["serve"]["current"] = plans[host]["container"]["current"]
+    _changes(plan, s, plans)
     return plans, plan.warnings
 
 
@@ -469,7 +470,7 @@ def plan_teardown(cluster, nodes, node_vars, facts):
                            hostfile=None, serve=None, teardown={
                                "containers": [given] if given else sorted(CONTAINER_NAMES.values()),
                                "models": [dirs["hf_cache_dir"] + "/hub", dirs["models_dir"]],
-                               "token_files": [dirs["config_dir"] + "/hf_token"]})
+                               "token_files": [dirs["config_dir"] + "/hf_token"]}, changes=[], apply=False)
     plan.check()
     return plans, plan.warnings
 
@@ -969,6 +970,111 @@ def _serve_part(plan, s, node, command):
             what=" and its draft ".join([m for m in (s.model, draft) if m])),
         "endpoint": None if rank else _endpoint(s, node["name"]),
     }
+
+
+# ---------------------------------------------------------------------------
+# Step 7: what a run would change (spark_facts read what the containers mount)
+# ---------------------------------------------------------------------------
+
+_ENTRYPOINT = posixpath.join(posixpath.dirname(posixpath.abspath(__file__)), "..", "..", "roles", "trtllm_container",
+                             "files", "entrypoint.sh")
+
+
+def entrypoint_sha256():
+    """The digest of the entrypoint the trtllm_container role writes (its file in the collection), None if unread."""
+    try:
+        with open(_ENTRYPOINT, "rb") as handle:
+            # The role writes lookup('file') (trailing whitespace stripped) and one newline.
+            return hashlib.sha256(handle.read().decode("utf-8").rstrip().encode("utf-8") + b"\n").hexdigest()
+    except OSError:
+        return None
+
+
+def _changes(plan, s, plans):
+    """Each node's ``changes``: what the roles would change on it, from what spark_facts read; empty when the run
+    changes nothing there. A cluster applies as one (its SSH trust joins the nodes): ``apply`` is true on every node
+    of a cluster where anything would change."""
+    entrypoint = entrypoint_sha256()
+    for host in plan.nodes:
+        node, part = plan.per[host], plans[host]
+        running = (plan.facts[host].get("containers") or {}).get(node["name"]) or {}
+        mounted = running.get("files") if (running.get("mounts") or {}).get(CONFIG_MOUNT) == node["config_dir"] else {}
+        have = _Have(mounted or {})
+        container = part["container"]
+        checks = [
+            ("docker group", _docker_group_current(plan, host)),
+            ("netplan", part["netplan"] is None or (part["netplan"]["up_to_date"] and not part["netplan"]["missing"])),
+            ("firewall", not container["firewall"]["changes"]["apply"]),
+            ("container", container["current"]),
+            ("directories", all(have.dir(d["path"], d["owner"], d["mode"]) for d in container["dirs"])),
+            ("files", have.file(node["config_dir"] + "/entrypoint.sh", entrypoint, "0755")
+             and all(have.content(f["path"], f["content"], f["mode"]) for f in container["files"])),
+            ("token", have.token(node["hf_token_source"])),
+            ("encodings", all(have.file(f["dest"], f["checksum"].split(":", 1)[-1], "0644")
+                              for f in container["fetch"])),
+            ("ssh trust", container["ssh"] is None or _trust_current(plan, container["ssh"], have)),
+            ("hostfile", part["hostfile"] is None
+             or have.content(part["hostfile"]["path"], part["hostfile"]["content"], "0644")),
+            ("options file", have.content(part["serve"]["options_file"]["path"],
+                                          part["serve"]["options_file"]["content"], "0644")),
+        ]
+        part["changes"] = [name for name, current in checks if not current]
+    cluster = any(plans[h]["changes"] for h in plan.nodes)
+    for host in plan.nodes:
+        plans[host]["apply"] = cluster
+
+
+class _Have:
+    """What one node's container mounts hold (spark_facts' ``files`` of the container), for comparisons."""
+
+    def __init__(self, mounted):
+        self.dirs = mounted.get("dirs") or {}
+        self.files = mounted.get("files") or {}
+        self.keys = mounted.get("public_keys") or {}
+        self.tokens = mounted.get("token") or {}
+
+    def dir(self, path, owner, mode):
+        found = self.dirs.get(path.rstrip("/")) or {}
+        return found.get("owner") == owner and found.get("mode") == mode
+
+    def file(self, path, digest, mode, owner="root"):
+        found = self.files.get(path) or {}
+        return bool(digest) and found.get("sha256") == digest and found.get("mode") == mode \
+            and found.get("owner") == owner
+
+    def content(self, path, content, mode):
+        return content is not None and self.file(path, sha256(content), mode)
+
+    def token(self, source):
+        """The token file holds the token given to spark_facts (or, with none given, the role's file is gone)."""
+        if "given" not in self.tokens:
+            return False
+        if source == "login":  # the user's own file: written when a token is given, never removed
+            return not self.tokens["given"] or self.tokens.get("login") == "same"
+        return self.tokens.get("file") == ("same" if self.tokens["given"] else "absent")
+
+
+def _docker_group_current(plan, host):
+    r = plan.node(host)
+    users, group = r.get("docker_group_users"), r.get("docker_group_name")
+    return not users and group in (plan.facts[host].get("login_groups") or [])
+
+
+def _trust_current(plan, ssh, have):
+    """authorized_keys and known_hosts as every node's public keys (read where they were generated) make them."""
+    keys = {}
+    for peer in ssh["nodes"]:
+        host = peer["name"]
+        running = (plan.facts[host].get("containers") or {}).get(plan.per[host]["name"]) or {}
+        public = (running.get("files") or {}).get("public_keys") or {}
+        ssh_dir = plan.per[host]["config_dir"] + "/ssh"
+        keys[host] = {"client": public.get(ssh_dir + "/id_ed25519.pub"),
+                      "host": public.get(ssh_dir + "/ssh_host_ed25519_key.pub")}
+    try:
+        files = ssh_trust(ssh, keys)
+    except ValueError:  # a key not generated yet
+        return False
+    return all(have.content(path, content, "0644") for path, content in files.items())
 
 
 def _image_version(image_facts):

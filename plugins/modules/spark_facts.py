@@ -28,6 +28,11 @@ description:
   - Whether C(iptables) is installed and the rules of the collection's endpoint allow-list (C(iptables -w -S), only the
     chain C(DGX-SPECDEC) and rules marked C(dgx-spark.specdec)), and whether the login user has a Hugging Face token
     stored by C(huggingface-cli login) (C(~/.cache/huggingface/token)).
+  - For each of those containers, what is in the directories it mounts (its configuration directory, the Hugging
+    Face cache and the models directory) - each directory's mode and owner, each file's SHA-256, mode and owner
+    under the configuration directory (private keys and the token file - presence only), the public SSH keys, and
+    with O(hf_token) whether each token file holds that token. The plan compares them with what it would write, so a
+    run that changes nothing writes nothing.
   - Whether each path of O(paths) exists.
   - Commands run without a shell. The module never reports a change.
 extends_documentation_fragment:
@@ -47,6 +52,13 @@ attributes:
     description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: full
 options:
+  hf_token:
+    description:
+      - The Hugging Face token the run would write. Only whether the container's token files hold it is returned
+        (C(same), C(differs), C(absent)) and whether one was given; the token is never returned or logged.
+      - Omitted, the token files are not read.
+    type: str
+    version_added: 0.7.0
   login_user:
     description:
       - The user whose home holds the model caches, normally the user Ansible connects as.
@@ -268,13 +280,20 @@ ansible_facts:
         containers:
           description:
             - The containers created by this collection (label C(dgx-spark.specdec/role)), by name, with C(image_ref)
-              (the reference they were created from), C(image_id), C(running) and C(spec) (the digest of the settings
-              it was created with, its label C(dgx-spark.specdec/spec)).
+              (the reference they were created from), C(image_id), C(running), C(spec) (the digest of the settings
+              it was created with, its label C(dgx-spark.specdec/spec)), C(mounts) (container path to host path) and
+              C(files) (C(dirs), C(files), C(public_keys) and C(token) of the mounted directories, see the
+              description).
             - Empty when O(docker=false) or the engine does not answer.
           returned: success
           type: dict
           sample: {"trtllm-specdec": {"image_ref": "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6",
-                   "image_id": "sha256:0123abcd", "running": true, "spec": "4f2a..."}}
+                   "image_id": "sha256:0123abcd", "running": true, "spec": "4f2a...",
+                   "mounts": {"/etc/dgx-spark": "/home/spark/.dgx-spark"},
+                   "files": {"dirs": {"/home/spark/.dgx-spark": {"mode": "0755", "owner": "root", "group": "root"}},
+                             "files": {"/home/spark/.dgx-spark/entrypoint.sh": {"sha256": "9b1c...", "mode": "0755",
+                                                                               "owner": "root", "group": "root"}},
+                             "public_keys": {}, "token": {"given": true, "file": "same", "login": "absent"}}}}
         tools:
           description: Whether the commands the roles may need are installed - C(iptables).
           returned: success
@@ -323,6 +342,38 @@ CONTAINER_LABEL = "dgx-spark.specdec/role"
 SPEC_LABEL = "dgx-spark.specdec/spec"
 FIREWALL_CHAIN = "DGX-SPECDEC"
 FIREWALL_COMMENT = "dgx-spark.specdec"
+
+
+CONFIG_MOUNT = "/etc/dgx-spark"
+HF_MOUNT = "/root/.cache/huggingface"
+MODELS_MOUNT = "/models"
+TOKEN_FILE = "hf_token"
+PRIVATE_KEYS = ("ssh_host_ed25519_key", "id_ed25519")
+
+
+def _stat(path):
+    st = os.stat(path)
+    try:
+        owner, group = pwd.getpwuid(st.st_uid).pw_name, grp.getgrgid(st.st_gid).gr_name
+    except KeyError:
+        owner, group = str(st.st_uid), str(st.st_gid)
+    return {"mode": "%04o" % (st.st_mode & 0o7777), "owner": owner, "group": group}
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_text(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _read_operstates(interfaces):
@@ -507,12 +558,51 @@ class SparkFacts:
             name = str(item.get("Name") or "").lstrip("/")
             if name:
                 config = item.get("Config") or {}
+                mounts = {str(m.get("Destination")): str(m.get("Source")) for m in item.get("Mounts") or []
+                          if m.get("Type") == "bind" and m.get("Destination") and m.get("Source")}
                 containers[name] = {"image_ref": config.get("Image") or "",
+                                    "mounts": mounts,
+                                    "files": self.mounted_files(mounts),
                                     "image_id": item.get("Image") or "",
                                     "running": bool((item.get("State") or {}).get("Running")),
                                     # The plan compares it with its own: the same settings run the same server.
                                     "spec": str((config.get("Labels") or {}).get(SPEC_LABEL) or "")}
         return containers
+
+    def mounted_files(self, mounts):
+        """What the collection wrote where the container's configuration directory and caches are mounted: each
+        file's digest, mode and owner (a private key's or the token's: presence only), each directory's mode and
+        owner, and whether the token files hold O(hf_token). Empty when the directories are not on this node."""
+        out = {"dirs": {}, "files": {}, "public_keys": {}, "token": {}}
+        for mount in (CONFIG_MOUNT, HF_MOUNT, MODELS_MOUNT):
+            source = mounts.get(mount)
+            if source and os.path.isdir(source):
+                out["dirs"][source] = _stat(source)
+        config = mounts.get(CONFIG_MOUNT)
+        if config and os.path.isdir(config):
+            for root, dirs, files in os.walk(config):
+                dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
+                for name in dirs:
+                    out["dirs"][os.path.join(root, name)] = _stat(os.path.join(root, name))
+                for name in sorted(files):
+                    path = os.path.join(root, name)
+                    if os.path.islink(path) or not os.path.isfile(path):
+                        continue
+                    secret = name == TOKEN_FILE or (os.path.basename(root) == "ssh" and name in PRIVATE_KEYS)
+                    out["files"][path] = dict(_stat(path), sha256=None if secret else _sha256(path))
+                    if os.path.basename(root) == "ssh" and name.endswith(".pub"):
+                        out["public_keys"][path] = _read_text(path).strip()
+        token = self.params.get("hf_token")
+        if token is not None:
+            # Only whether each token file holds the given token: its content never leaves the node.
+            out["token"]["given"] = bool(token)
+            for key, path in (("file", os.path.join(config or "/nonexistent", TOKEN_FILE)),
+                              ("login", os.path.join(mounts.get(HF_MOUNT) or "/nonexistent", "token"))):
+                if not os.path.isfile(path):
+                    out["token"][key] = "absent"
+                else:
+                    out["token"][key] = "same" if token and _read_text(path) == token else "differs"
+        return out
 
     def inspect(self, docker, refs):
         """-> list of inspect objects, or None when docker did not answer rc=0 with a JSON list."""
@@ -606,6 +696,7 @@ def main():
             images=dict(type="list", elements="str"),
             docker=dict(type="bool", default=True),
             paths=dict(type="list", elements="path", default=[]),
+            hf_token=dict(type="str", no_log=True),
         ),
         supports_check_mode=True,
     )

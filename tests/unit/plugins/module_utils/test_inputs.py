@@ -139,8 +139,8 @@ def test_a_misspelt_variable_gets_the_closest_known_name():
                      ("specdec_serve_max_draft_length", "specdec_serve_max_draft_len"),
                      ("trtllm_container_quux_xyzzy_frob", None)]
     message = inputs.misspelling_message("spark-a", "specdec_serve_max_draft_length", "specdec_serve_max_draft_len")
-    assert message == ("specdec_serve_max_draft_length on spark-a is not a variable of dgx_spark.specdec; did you mean "
-                       "specdec_serve_max_draft_len?; it is ignored (specdec_strict_inputs: true makes this an error)")
+    assert message == ("specdec_serve_max_draft_length on spark-a is not a variable of dgx_spark.specdec (did you mean "
+                       "specdec_serve_max_draft_len?); it is ignored (specdec_strict_inputs: true makes this an error)")
 
 
 def test_variables_the_collection_sets_itself_are_not_misspellings():

@@ -245,15 +245,53 @@ def test_containers_of_the_collection_and_tools(capsys, node):
                        {"Id": "c2", "Name": "/old", "Image": "sha256:bbbb", "Config": {"Image": IMAGE_B},
                         "State": {"Running": False}}]
     spark = gather(capsys)
+    nothing = {"dirs": {}, "files": {}, "public_keys": {}, "token": {}}
     assert spark["containers"] == {
-        "trtllm-specdec": {"image_ref": IMAGE_A, "image_id": "sha256:aaaa", "running": True, "spec": "abc123"},
-        "old": {"image_ref": IMAGE_B, "image_id": "sha256:bbbb", "running": False, "spec": ""},
+        "trtllm-specdec": {"image_ref": IMAGE_A, "image_id": "sha256:aaaa", "running": True, "spec": "abc123",
+                           "mounts": {}, "files": nothing},
+        "old": {"image_ref": IMAGE_B, "image_id": "sha256:bbbb", "running": False, "spec": "", "mounts": {},
+                "files": nothing},
     }
     assert spark["tools"] == {"iptables": True}
     # Only the allow-list's lines of the filter table.
     assert spark["firewall"] == ["-N DGX-SPECDEC", '-A INPUT -p tcp -m multiport --dports 8000 -m comment --comment '
                                  '"dgx-spark.specdec" -j DGX-SPECDEC']
     assert ["docker", "container", "inspect", "c1", "c2"] in node.commands()
+
+
+def test_what_the_containers_mounts_hold_and_whether_the_token_is_there(capsys, node):
+    """Digests of the configuration directory (private keys and the token: presence only), public keys, and the
+    token compared on the node: the plan knows what a run would write without writing it."""
+    config, cache = node.tmp / "home" / ".dgx-spark", node.tmp / "home" / ".cache" / "hf"
+    (config / "ssh").mkdir(parents=True)
+    cache.mkdir(parents=True)
+    (config / "entrypoint.sh").write_text("#!/bin/bash\n")
+    (config / "hf_token").write_text("hf_secret_token_1234")
+    (config / "ssh" / "id_ed25519").write_text("PRIVATE")
+    (config / "ssh" / "id_ed25519.pub").write_text("ssh-ed25519 AAAA comment\n")
+    node.containers = [{"Id": "c1", "Name": "/trtllm-specdec", "Image": "sha256:aaaa", "Config": {"Image": IMAGE_A},
+                        "State": {"Running": True},
+                        "Mounts": [{"Type": "bind", "Source": str(config), "Destination": "/etc/dgx-spark"},
+                                   {"Type": "bind", "Source": str(cache), "Destination": "/root/.cache/huggingface"},
+                                   {"Type": "volume", "Source": "/var/lib/docker/x", "Destination": "/data"}]}]
+    run_rc, result = run_module(capsys, {"hf_token": "hf_secret_token_1234"})
+    assert run_rc == 0, result
+    found = result["ansible_facts"]["spark"]["containers"]["trtllm-specdec"]
+    assert found["mounts"] == {"/etc/dgx-spark": str(config), "/root/.cache/huggingface": str(cache)}
+    files = found["files"]
+    entry = files["files"][str(config / "entrypoint.sh")]
+    assert entry["sha256"] == hashlib.sha256(b"#!/bin/bash\n").hexdigest() and entry["mode"] == "0644"
+    assert files["files"][str(config / "hf_token")]["sha256"] is None
+    assert files["files"][str(config / "ssh" / "id_ed25519")]["sha256"] is None
+    assert files["public_keys"] == {str(config / "ssh" / "id_ed25519.pub"): "ssh-ed25519 AAAA comment"}
+    assert set(files["dirs"]) == {str(config), str(config / "ssh"), str(cache)}
+    assert files["token"] == {"given": True, "file": "same", "login": "absent"}
+    assert "hf_secret_token_1234" not in json.dumps(result)
+    found = gather(capsys, {"hf_token": "hf_other"})["containers"]["trtllm-specdec"]["files"]["token"]
+    assert found == {"given": True, "file": "differs", "login": "absent"}
+    found = gather(capsys, {"hf_token": ""})["containers"]["trtllm-specdec"]["files"]["token"]
+    assert found == {"given": False, "file": "differs", "login": "absent"}  # no token: the file should go
+    assert gather(capsys)["containers"]["trtllm-specdec"]["files"]["token"] == {}
 
 
 def test_netplan_files_with_checksum_and_mode(capsys, node):
