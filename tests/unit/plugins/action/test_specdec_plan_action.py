@@ -17,6 +17,7 @@ import pytest
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.dgx_spark.specdec.plugins.action.specdec_plan import ActionModule
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _specdec_plan as plan_module
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 from spark_nodes import SEED_ADDRESSES, profile, spark  # noqa: E402  pylint: disable=wrong-import-position
@@ -24,6 +25,7 @@ from spark_nodes import SEED_ADDRESSES, profile, spark  # noqa: E402  pylint: di
 TOKEN = "hf_SeCrEt0123456789abcdefTOKEN"
 TWO = profile("two_spark_eagle3")
 SINGLE = profile("single_spark_draft_target")
+PLAYBOOKS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "playbooks"))
 
 
 def inventory(hosts, groups, per_host=None, common=None, play_hosts=None, facts=True):
@@ -375,3 +377,89 @@ def test_the_token_does_not_change_the_plan():
         planned = run(host, *with_token, args={"profile": TWO})[0]
         assert planned == run(host, *without, args={"profile": TWO})[0]
         assert plan_of(planned)["container"]["docker"]["env"]["HF_TOKEN_PATH"] == "/etc/dgx-spark/hf_token"
+
+
+# -- run_once: every cluster planned once, one cluster's mistake stops only that cluster ---------------------------
+
+def run_once(groups, hostvars, args, play_hosts=None, first=None):
+    action = make_action(args)
+    action._task.run_once = True
+    host = first or (play_hosts or groups["all"])[0]
+    return action.run(task_vars=task_vars_for(host, groups, hostvars, play_hosts)), action
+
+
+def test_run_once_plans_every_cluster_and_fails_nothing():
+    hosts = ["a1", "a2", "b1", "b2", "s1"]
+    per = {"a1": {"specdec_cluster": "pair1", "specdec_cluster_head": "a1"},
+           "a2": {"specdec_cluster": "pair1", "specdec_cluster_head": "a1"},
+           "b1": {"specdec_cluster": "pair2", "specdec_cluster_head": "b1", "specdec_serve_port": 8355},
+           "b2": {"specdec_cluster": "pair2", "specdec_cluster_head": "b1", "specdec_serve_port": 9000},
+           "s1": {"specdec_cluster": "solo"}}
+    groups, hostvars = inventory(hosts, {"sparks": hosts}, per)
+    result, action = run_once(groups, hostvars, {"profile": TWO})
+    assert not result.get("failed"), result
+    plans = result["ansible_facts"]["specdec_plans"]
+    assert sorted(plans) == hosts
+    assert plans["a1"]["rank"] == 0 and plans["a2"]["rank"] == 1 and "error" not in plans["a1"]
+    # pair2's port differs between its nodes: both its nodes carry the error, named with each host and value.
+    for host in ("b1", "b2"):
+        assert plans[host]["cluster"] == "pair2" and plans[host]["errors"] == [
+            "specdec_serve_port of cluster pair2 differs between its nodes (8355 on b1; 9000 on b2); it applies to "
+            "the whole cluster: set it once, on the cluster's group"]
+    assert result["clusters"]["pair1"] == {"nodes": ["a1", "a2"], "errors": []}
+    assert result["clusters"]["pair2"]["errors"] and "error" in plans["s1"]  # a one-node cluster of a pair profile
+    action._connection.exec_command.assert_not_called()
+
+
+def test_run_once_computes_each_cluster_once(monkeypatch):
+    calls = []
+    real = plan_module.plan_cluster
+
+    def counting(cluster, *args):
+        calls.append(cluster)
+        return real(cluster, *args)
+
+    monkeypatch.setattr(plan_module, "plan_cluster", counting)
+    hosts = ["a1", "a2", "b1", "b2"]
+    per = {h: {"specdec_cluster": "pair" + h[0], "specdec_cluster_head": h[0] + "1"} for h in hosts}
+    groups, hostvars = inventory(hosts, {"sparks": hosts}, per)
+    result, dummy = run_once(groups, hostvars, {"profile": TWO})
+    assert not result.get("failed") and sorted(calls) == ["paira", "pairb"]
+
+
+def test_a_profile_is_read_by_name_from_the_profiles_directory():
+    groups, hostvars = legacy()
+    result, action = run_once(groups, hostvars, {"profile_name": "two_spark_eagle3"})
+    action._loader.load_from_file.side_effect = None
+    # The loader is a mock here: give it the file's content, as Ansible's DataLoader would.
+    action._loader.load_from_file.return_value = {"specdec_profile": TWO}
+    result = action.run(task_vars=dict(task_vars_for("spark-a", groups, hostvars), playbook_dir=PLAYBOOKS))
+    plans = result["ansible_facts"]["specdec_plans"]
+    assert plans["spark-a"]["profile"] == "two_spark_eagle3" and "error" not in plans["spark-a"]
+    result = action.run(task_vars=dict(task_vars_for("spark-a", groups, hostvars), playbook_dir="/nonexistent"))
+    (error,) = result["ansible_facts"]["specdec_plans"]["spark-a"]["errors"]
+    assert error.startswith("specdec_profile_name: two_spark_eagle3 is not a profile of /nonexistent/vars")
+
+
+def test_a_misspelt_variable_is_warned_once_and_refused_when_strict():
+    groups, hostvars = legacy(common={"specdec_serve_max_draft_length": 3})
+    result, action = run_once(groups, hostvars, {"profile": TWO})
+    assert not result.get("failed") and "error" not in result["ansible_facts"]["specdec_plans"]["spark-a"]
+    warnings = [c.args[0] for c in action._display.warning.call_args_list]
+    assert warnings == ["specdec_serve_max_draft_length on spark-a, spark-b is not a variable of dgx_spark.specdec "
+                        "(did you mean specdec_serve_max_draft_len?); it is ignored (specdec_strict_inputs: true "
+                        "makes this an error)"]
+    groups, hostvars = legacy(common={"specdec_serve_max_draft_length": 3, "specdec_strict_inputs": True})
+    result, action = run_once(groups, hostvars, {"profile": TWO})
+    errors = result["ansible_facts"]["specdec_plans"]["spark-b"]["errors"]
+    assert errors == ["specdec_serve_max_draft_length on spark-a, spark-b is not a variable of dgx_spark.specdec "
+                      "(did you mean specdec_serve_max_draft_len?) (specdec_strict_inputs is true)"]
+
+
+def test_strict_misspellings_come_with_the_plans_own_errors():
+    groups, hostvars = legacy(common={"specdec_serve_portt": 1, "specdec_strict_inputs": "true",
+                                      "specdec_serve_port": 70000})
+    result, dummy = run_once(groups, hostvars, {"profile": TWO})
+    errors = result["ansible_facts"]["specdec_plans"]["spark-a"]["errors"]
+    assert errors[0].startswith("specdec_serve_portt on spark-a, spark-b is not a variable")
+    assert any(e.startswith("specdec_serve_port on spark-a (cluster sparks): 70000 is not") for e in errors[1:])

@@ -200,3 +200,105 @@ def test_generated_documentation_is_current():
     result = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_docs.py"), "--check"],
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# -- what a run would change (the plan's `changes`, from what spark_facts read) -----------------------------------
+
+def _applied(plans, facts, token="given"):
+    """The spark facts of nodes where the roles applied ``plans`` as planned (what spark_facts then reads)."""
+    out = {}
+    for host, plan in plans.items():
+        container = plan["container"]
+        files = {"dirs": {d["path"]: {"mode": d["mode"], "owner": d["owner"], "group": d["owner"]}
+                          for d in container["dirs"]},
+                 "files": {}, "public_keys": {}, "token": {"given": token == "given", "file": "same"
+                                                           if token == "given" else "absent", "login": "absent"}}
+
+        def put(path, content, mode, owner="root"):
+            files["files"][path] = {"sha256": p.sha256(content) if content is not None else None, "mode": mode,
+                                    "owner": owner, "group": owner}
+
+        with open(p._ENTRYPOINT, encoding="utf-8") as handle:
+            put(container["config_dir"] + "/entrypoint.sh", handle.read().rstrip() + "\n", "0755")
+        for item in container["files"]:
+            put(item["path"], item["content"], item["mode"])
+        if plan["hostfile"]:
+            put(plan["hostfile"]["path"], plan["hostfile"]["content"], "0644")
+        put(plan["serve"]["options_file"]["path"], plan["serve"]["options_file"]["content"], "0644")
+        if container["ssh"]:
+            ssh_dir = container["ssh"]["dir"]
+            files["public_keys"] = {ssh_dir + "/id_ed25519.pub": "ssh-ed25519 CLIENT%s" % host,
+                                    ssh_dir + "/ssh_host_ed25519_key.pub": "ssh-ed25519 HOST%s" % host}
+        docker = container["docker"]
+        node = dict(facts[host], login_groups=["spark", "docker"])
+        node["images"] = {docker["image"]: {"present": True, "id": "sha256:img"}}
+        node["containers"] = {docker["name"]: {"image_ref": docker["image"], "image_id": "sha256:img",
+                                               "running": True, "spec": docker["labels"][p.SPEC_LABEL],
+                                               "mounts": {p.CONFIG_MOUNT: container["config_dir"]}, "files": files}}
+        node["netplan"] = {plan["netplan"]["file"]: {"sha256": p.sha256(plan["netplan"]["content"]), "mode": "0600",
+                                                     "owner": "root", "group": "root"}} if plan["netplan"] else {}
+        node["ipv4"] = {"eth0": ["172.18.0.2/16"]}
+        if plan["netplan"]:
+            for entry in plan["netplan"]["entries"]:
+                node["ipv4"].setdefault(entry["iface"], []).append(entry["cidr"])
+        out[host] = node
+    # authorized_keys and known_hosts from every node's public keys, as the role wrote them
+    for host, plan in plans.items():
+        ssh = plan["container"]["ssh"]
+        if ssh:
+            keys = {h: {"client": "ssh-ed25519 CLIENT%s" % h, "host": "ssh-ed25519 HOST%s" % h} for h in plans}
+            for path, content in p.ssh_trust(ssh, keys).items():
+                out[host]["containers"][plan["container"]["name"]]["files"]["files"][path] = {
+                    "sha256": p.sha256(content), "mode": "0644", "owner": "root", "group": "root"}
+    return out
+
+
+def _replan(facts):
+    node_vars = {h: dict(netplan_qsfp_addresses=PLAYBOOK_ADDRESSES[h]) for h in ("spark-a", "spark-b")}
+    return p.plan_cluster("sparks", ["spark-a", "spark-b"], profile("two_spark_eagle3"), node_vars, facts)[0]
+
+
+def test_a_first_run_changes_everything_and_an_applied_plan_nothing():
+    facts = {h: spark(h) for h in ("spark-a", "spark-b")}
+    first = _replan(facts)
+    assert first["spark-a"]["apply"] is True
+    assert {"container", "files", "directories", "options file", "hostfile", "ssh trust", "token"} <= set(
+        first["spark-a"]["changes"])
+    applied = _applied(first, facts)
+    again = _replan(applied)
+    assert again["spark-a"]["changes"] == again["spark-b"]["changes"] == []
+    assert again["spark-a"]["apply"] is again["spark-b"]["apply"] is False
+
+
+@pytest.mark.parametrize("drift, change", [
+    (lambda f, c: c["files"]["files"].pop(next(k for k in c["files"]["files"] if k.endswith("openmpi-hostfile"))),
+     "hostfile"),
+    (lambda f, c: c["files"]["files"][next(k for k in c["files"]["files"] if k.endswith("entrypoint.sh"))]
+     .update(mode="0600"), "files"),
+    (lambda f, c: c["files"]["token"].update(file="differs"), "token"),
+    (lambda f, c: c.update(running=False), "container"),
+    (lambda f, c: c.update(spec="another"), "container"),
+    (lambda f, c: c["files"]["dirs"].pop(next(iter(c["files"]["dirs"]))), "directories"),
+    (lambda f, c: f.update(login_groups=["spark"]), "docker group"),
+    (lambda f, c: f.update(netplan={}), "netplan"),
+    (lambda f, c: c["files"]["public_keys"].clear(), "ssh trust"),
+    (lambda f, c: c.update(mounts={}), "options file"),
+])
+def test_each_drift_on_one_node_is_named_and_the_whole_cluster_applies(drift, change):
+    facts = {h: spark(h) for h in ("spark-a", "spark-b")}
+    applied = _applied(_replan(facts), facts)
+    node = applied["spark-b"]
+    drift(node, next(iter(node["containers"].values())))
+    plans = _replan(applied)
+    assert change in plans["spark-b"]["changes"], plans["spark-b"]["changes"]
+    assert plans["spark-a"]["changes"] == [] or change == "ssh trust"  # spark-a's trust names spark-b's keys
+    assert plans["spark-a"]["apply"] is plans["spark-b"]["apply"] is True
+
+
+def test_the_token_file_must_go_when_no_token_is_given():
+    facts = {h: spark(h) for h in ("spark-a", "spark-b")}
+    applied = _applied(_replan(facts), facts, token="none")
+    assert _replan(applied)["spark-a"]["changes"] == []
+    for node in applied.values():
+        next(iter(node["containers"].values()))["files"]["token"]["file"] = "differs"  # a token file left behind
+    assert _replan(applied)["spark-a"]["changes"] == ["token"]
