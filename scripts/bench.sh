@@ -20,7 +20,8 @@ mkdir -p build
 
 # Every lab instance the bench brings up starts from nothing and is torn down, also on failure.
 labs=()
-trap 'for p in "${labs[@]}"; do SPARK_LAB_PREFIX=$p "$lab" down >/dev/null 2>&1 || true; done' EXIT
+teardown() { local p; for p in "${labs[@]}"; do SPARK_LAB_PREFIX=$p "$lab" down >/dev/null 2>&1 || true; done; }
+trap teardown EXIT
 lab_up() {  # PREFIX [up options]: a fresh lab instance
   labs+=("$1")
   SPARK_LAB_PREFIX=$1 "$lab" down >/dev/null 2>&1 || true

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright (c) 2026, DGX Spark speculative-decoding collection maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Write everything documented about the collection's inputs from the input catalogue (plugins/module_utils/_inputs.py).
@@ -19,6 +18,7 @@ import json
 import os
 import re
 import sys
+import textwrap
 
 import yaml
 
@@ -144,8 +144,8 @@ def role_table(role):
             "`%s`" % key for key, _kind, _elements, _text in keys)))
     for item in inputs.INPUTS:
         if item.role == role and item.applied == "role":
-            rows.append("| `%s` | %s | %s | %s |" % (item.name, inputs.SPEC_TYPES[item.kind],
-                                                      _cell(default_text(item)), _cell(item.doc)))
+            rows.append("| `%s` | %s | %s | %s |" % (
+                item.name, inputs.SPEC_TYPES[item.kind], _cell(default_text(item)), _cell(item.doc)))
     return "\n".join(rows)
 
 
@@ -178,7 +178,9 @@ def module_doc(text, path):
             item.name, inputs.SPEC_TYPES[item.kind], item.scope,
             ", profile key C(%s)" % item.profile if item.profile else "", default_text(item).replace("`", ""),
             item.doc)
-        lines.append("  - " + json.dumps(note))
+        lines.append("  - >-")
+        lines.extend(textwrap.wrap(note, width=116, initial_indent="    ", subsequent_indent="    ",
+                                   break_on_hyphens=False))
     lines.append(DOC_END)
     pattern = re.compile(re.escape(DOC_BEGIN) + r".*?" + re.escape(DOC_END), re.S)
     if not pattern.search(text):

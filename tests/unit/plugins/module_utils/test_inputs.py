@@ -74,12 +74,12 @@ def test_every_variable_the_plan_reads_is_in_the_catalogue_and_only_through_it()
 
 
 def test_each_plan_part_has_exactly_the_keys_its_role_declares():
-    plans, _ = two()
-    single, _ = p.plan_cluster("spark-a", ["spark-a"], profile("single_spark_triton_eagle3"), {"spark-a": {}},
-                               {"spark-a": spark("spark-a")})
+    plans, dummy = two()
+    single, dummy = p.plan_cluster("spark-a", ["spark-a"], profile("single_spark_triton_eagle3"), {"spark-a": {}},
+                                   {"spark-a": spark("spark-a")})
     for part, role in (("netplan", "netplan_qsfp"), ("container", "trtllm_container"),
                        ("hostfile", "openmpi_hostfile"), ("serve", "specdec_serve")):
-        declared = [key for key, _kind, _elements, _text in inputs.PARTS[role][2]]
+        declared = [key for key, *dummy in inputs.PARTS[role][2]]
         for plan in (plans["spark-a"], plans["spark-b"], single["spark-a"]):
             if plan[part] is not None:
                 assert sorted(plan[part]) == sorted(declared), (part, set(plan[part]) ^ set(declared))
@@ -113,9 +113,9 @@ def test_every_kind_of_cluster_variable_is_compared(name, a, b):
 
 
 def test_node_variables_may_differ_and_equal_cluster_values_pass():
-    plans, _ = two(common={"specdec_serve_port": 8355, "netplan_qsfp_mtu": 9000},
-                   per_node={"spark-a": {"trtllm_container_name": "head-box", "openmpi_hostfile_slots": 2},
-                             "spark-b": {"trtllm_container_name": "worker-box"}})
+    plans, dummy = two(common={"specdec_serve_port": 8355, "netplan_qsfp_mtu": 9000},
+                       per_node={"spark-a": {"trtllm_container_name": "head-box", "openmpi_hostfile_slots": 2},
+                                 "spark-b": {"trtllm_container_name": "worker-box"}})
     assert plans["spark-a"]["container"]["name"] == "head-box"
     assert plans["spark-b"]["container"]["name"] == "worker-box"
     assert "192.168.200.12 slots=2" in plans["spark-a"]["hostfile"]["content"]
@@ -172,7 +172,8 @@ def test_a_deprecated_alias_is_read_as_its_new_name_with_a_warning(alias):
 
 
 def test_an_alias_and_its_new_name_set_to_different_values_is_refused(alias):
-    _, _, errors = inputs.canonical("spark-b", {"specdec_serve_draft_len": 4, "specdec_serve_max_draft_len": 3})
+    dummy, dummy, errors = inputs.canonical("spark-b", {"specdec_serve_draft_len": 4,
+                                                        "specdec_serve_max_draft_len": 3})
     assert errors == ["specdec_serve_max_draft_len on spark-b: both it and its deprecated alias specdec_serve_draft_len "
                       "are set, to 3 and 4; remove specdec_serve_draft_len"]
 
