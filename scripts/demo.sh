@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 mkdir -p build
 molecule/resources/lab/lab up
 
-# The seed's options plus iteration stats, so the validation can report the draft acceptance rate.
+# NVIDIA's playbook's options plus iteration stats, so the validation can report the draft acceptance rate.
 STATS='{"specdec_serve_extra_options": {"enable_iter_perf_stats": true}}'
 
 echo "=== ansible-playbook -i inventories/lab playbooks/two_spark_eagle3.yml -e '$STATS'"

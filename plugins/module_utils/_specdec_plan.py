@@ -45,6 +45,7 @@ DEFAULT_CLUSTER = "sparks"
 TRITON_REPO_DIR = "llmapi_repo"
 TRITON_REPO_MOUNT = "/opt/tritonserver/llmapi_repo"
 SPEC_LABEL = "dgx-spark.specdec/spec"
+NODE_LABEL = "dgx-spark.specdec/node"
 # The containers the collection may have created on a node, by mode (teardown looks for each).
 CONTAINER_NAMES = {"single": "trtllm-specdec", "multinode": "trtllm-multinode", "triton": "triton-specdec"}
 # Open MPI 4.1 binds its out-of-band and TCP BTL listeners to the wildcard address whatever
@@ -880,6 +881,8 @@ def _docker(plan, s, node, entry, env):
         # The entrypoint closes the MPI ports to the management network in the node's network namespace.
         "capabilities": ["NET_ADMIN"] if s.multinode and node["mpi_firewall"] else [],
         "labels": {"dgx-spark.specdec/cluster": plan.cluster, "dgx-spark.specdec/rank": str(rank),
+                   # The node's host name: spark_facts finds this node's containers by it (engines may be shared).
+                   NODE_LABEL: plan.facts[node["host"]].get("hostname") or node["host"],
                    "dgx-spark.specdec/role": ("head" if rank == 0 else "worker") if s.multinode else "single"},
     }
     # The digest of every setting, in a label of its own: spark_facts reads it back, so the plan knows whether the

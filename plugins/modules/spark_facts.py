@@ -23,7 +23,8 @@ description:
   - The Docker runtimes (C(docker info)) and, for the references in O(images), whether each image is on the node with
     its ID, repository digests, labels and C(Config.Env) (C(docker image inspect)). A missing C(docker) command or
     an engine that does not answer is reported in C(docker.error); the module does not fail for it.
-  - The containers this collection created (label C(dgx-spark.specdec/role)) - the image each was created from and
+  - The containers this collection created on this node (labels C(dgx-spark.specdec/role), and
+    C(dgx-spark.specdec/node) with the node's host name) - the image each was created from and
     whether it runs, so the plan can tell when an image tag has moved since the last run.
   - Whether C(iptables) is installed and the rules of the collection's endpoint allow-list (C(iptables -w -S), only the
     chain C(DGX-SPECDEC) and rules marked C(dgx-spark.specdec)), and whether the login user has a Hugging Face token
@@ -340,6 +341,7 @@ DEV_INFINIBAND = "/dev/infiniband"
 NETPLAN_DIR = "/etc/netplan"
 CONTAINER_LABEL = "dgx-spark.specdec/role"
 SPEC_LABEL = "dgx-spark.specdec/spec"
+NODE_LABEL = "dgx-spark.specdec/node"
 FIREWALL_CHAIN = "DGX-SPECDEC"
 FIREWALL_COMMENT = "dgx-spark.specdec"
 
@@ -544,7 +546,9 @@ class SparkFacts:
 
     def containers(self, docker):
         """The collection's containers (by label) -> {name: {image_ref, image_id, running, spec}}."""
-        rc, out, dummy = self.run([docker, "ps", "-a", "--quiet", "--no-trunc", "--filter", "label=" + CONTAINER_LABEL])
+        # This node's only: where nodes share one engine (the lab), the others' are not ours to read.
+        rc, out, dummy = self.run([docker, "ps", "-a", "--quiet", "--no-trunc", "--filter", "label=" + CONTAINER_LABEL,
+                                   "--filter", "label=%s=%s" % (NODE_LABEL, socket.gethostname())])
         ids = out.split() if rc == 0 else []
         if not ids:
             return {}

@@ -214,7 +214,7 @@ def main():
     if not p["prompts"]:
         module.fail_json(msg="prompts: the prompt set is empty")
     if p["api"] == "triton" and p["concurrency"] != 1:
-        module.fail_json(msg="concurrency: %s; accepted with api=triton: 1 (the seed's comparison)" % p["concurrency"])
+        module.fail_json(msg="concurrency: %s; accepted with api=triton: 1 (the Triton tutorial's comparison)" % p["concurrency"])
     if module.check_mode:
         module.exit_json(changed=False, skipped=True, msg="check mode: no request sent")
     try:

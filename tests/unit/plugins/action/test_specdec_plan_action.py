@@ -80,7 +80,7 @@ def run(host, groups, hostvars, args, play_hosts=None):
 
 
 def legacy(per_host=None, common=None, order=("spark-a", "spark-b")):
-    """The two-Spark inventory of the seed: group sparks with spark_head and spark_workers."""
+    """The two-Spark inventory of NVIDIA's playbook: group sparks with spark_head and spark_workers."""
     groups = {"sparks": list(order), "spark_head": ["spark-a"], "spark_workers": ["spark-b"]}
     per = {h: {"netplan_qsfp_addresses": SEED_ADDRESSES[h]} for h in order}
     for host, variables in (per_host or {}).items():
@@ -175,7 +175,7 @@ def test_two_clusters_in_one_inventory_each_get_their_nodes():
     assert plans["a1"]["hostfile"]["content"] == plans["a2"]["hostfile"]["content"]
     assert plans["a2"]["container"]["docker"]["labels"]["dgx-spark.specdec/cluster"] == "pair1"
     assert plans["b1"]["container"]["docker"]["labels"]["dgx-spark.specdec/cluster"] == "pair2"
-    # The head of each pair gets the seed's rank-0 addresses.
+    # The head of each pair gets the playbook's rank-0 addresses.
     assert plans["a2"]["netplan"]["addresses"] == plans["b1"]["netplan"]["addresses"] == ["192.168.200.12",
                                                                                           "192.168.200.14"]
 

@@ -110,7 +110,8 @@ class FakeNode:
             missing = [ref for ref in refs if ref not in self.images and ref not in by_id]
             err = "".join("Error: No such image: %s\n" % ref for ref in missing)
             return (1 if missing else 0), json.dumps(found, indent=4) + "\n", err
-        if args[1:] == ["ps", "-a", "--quiet", "--no-trunc", "--filter", "label=dgx-spark.specdec/role"]:
+        if args[1:] == ["ps", "-a", "--quiet", "--no-trunc", "--filter", "label=dgx-spark.specdec/role",
+                        "--filter", "label=dgx-spark.specdec/node=spark-1"]:
             return 0, "".join(c["Id"] + "\n" for c in self.containers), ""
         if args[1:] == ["-w", "-S"]:
             return 0, ("-P INPUT ACCEPT\n-N DGX-SPECDEC\n-N DGX_SPARK_MPI\n-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT\n"
@@ -313,7 +314,8 @@ def test_commands_are_argv_lists_and_read_only(capsys, node):
         ["ip", "-j", "-4", "route", "show", "default"],
         ["docker", "info", "--format", "{{json .Runtimes}}"],
         ["docker", "image", "inspect", IMAGE_A, IMAGE_B],
-        ["docker", "ps", "-a", "--quiet", "--no-trunc", "--filter", "label=dgx-spark.specdec/role"],
+        ["docker", "ps", "-a", "--quiet", "--no-trunc", "--filter", "label=dgx-spark.specdec/role",
+         "--filter", "label=dgx-spark.specdec/node=spark-1"],
     ]
     assert all(kwargs.get("check_rc") is False for dummy, kwargs in node.calls)
 
