@@ -22,7 +22,8 @@ test: venv docker
 	scripts/test.sh
 
 # A benchmark (not a timed test): first converge and no-op re-run of the two-Spark playbook, then of
-# playbooks/fleet.yml on 2 pairs + 1 single (also through the EE); the figures go to build/bench.json.
+# playbooks/fleet.yml on fleets of 2, 5 and 10 nodes (the 5-node one also through the EE), then the tuner;
+# the figures go to build/bench.json (BENCH_ONLY=scaling: the fleets alone).
 bench: venv docker ee
 	scripts/bench.sh
 
