@@ -82,18 +82,23 @@ def validate(entries, retries=10, delay=2):
 # ip -j -4 addr show
 # ---------------------------------------------------------------------------
 
-def parse_ip_addr(text):
-    """``ip -j -4 addr show`` -> {netdev: ["A.B.C.D/N", ...]} in the order ip lists them.
-
-    Only IPv4 (``family: inet``) entries with a ``local`` address count. iproute2 prints ``{}`` for a link
-    without an IPv4 address when ``-4`` is given, and an empty output for no link at all; both are skipped.
-    Raises IpAddrError when the text is not the JSON list ip writes."""
+def parse_links(text):
+    """``ip -j addr show`` (with or without ``-4``) -> its list of links. Raises IpAddrError when the text is not
+    the JSON list ip writes (an empty output is no link at all)."""
     try:
         links = json.loads(text) if (text or "").strip() else []
     except ValueError as exc:
         raise IpAddrError("not JSON (%s)" % exc)
     if not isinstance(links, list):
         raise IpAddrError("not a JSON list but %s" % type(links).__name__)
+    return links
+
+
+def ipv4_of(links):
+    """The links of ``parse_links`` -> {netdev: ["A.B.C.D/N", ...]} in the order ip lists them.
+
+    Only IPv4 (``family: inet``) entries with a ``local`` address count. iproute2 prints ``{}`` for a link
+    without an IPv4 address when ``-4`` is given; it is skipped."""
     current = {}
     for link in links:
         if not isinstance(link, dict) or not isinstance(link.get("ifname"), str):
@@ -106,6 +111,11 @@ def parse_ip_addr(text):
             if cidr not in cidrs:
                 cidrs.append(cidr)
     return current
+
+
+def parse_ip_addr(text):
+    """``ip -j -4 addr show`` -> {netdev: ["A.B.C.D/N", ...]}. Raises IpAddrError (see ``parse_links``)."""
+    return ipv4_of(parse_links(text))
 
 
 # ---------------------------------------------------------------------------

@@ -331,6 +331,7 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _addresses as addresses
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _spark_net as net
 
 SOURCE_IBDEV2NETDEV = "ibdev2netdev"
@@ -390,22 +391,11 @@ def _read_operstates(interfaces):
 
 
 def _parse_ip_addr(text):
-    """``ip -j addr show`` -> ({ifname: ["A.B.C.D/N", ...]}, {ifname: mtu})."""
-    ipv4 = {}
-    mtu = {}
-    for link in json.loads(text or "[]") or []:
-        if not isinstance(link, dict) or not link.get("ifname"):
-            continue
-        name = link["ifname"]
-        addresses = ipv4.setdefault(name, [])
-        for info in link.get("addr_info") or []:
-            if isinstance(info, dict) and info.get("family") == "inet" and info.get("local"):
-                address = "%s/%s" % (info["local"], info.get("prefixlen", 32))
-                if address not in addresses:
-                    addresses.append(address)
-        if isinstance(link.get("mtu"), int):
-            mtu[name] = link["mtu"]
-    return ipv4, mtu
+    """``ip -j addr show`` -> ({ifname: ["A.B.C.D/N", ...]}, {ifname: mtu}), read as spark_addresses reads it."""
+    links = addresses.parse_links(text)
+    mtu = {link["ifname"]: link["mtu"] for link in links
+           if isinstance(link, dict) and isinstance(link.get("ifname"), str) and isinstance(link.get("mtu"), int)}
+    return addresses.ipv4_of(links), mtu
 
 
 def _parse_default_route(text, ipv4):
