@@ -21,6 +21,7 @@ the host, the value and what is accepted. The rank order (head first) is decided
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import posixpath
@@ -151,6 +152,7 @@ class _Plan:
         self.warnings = []
         self.per = {}        # each node's settings, once read (step 5)
         self.hostfile = None
+        self.qsfp_addresses = []  # every node's, rank order
         if not isinstance(self.profile, dict):
             raise PlanError(cluster, ["specdec_profile: %s is not a mapping (the playbook's vars file sets it)"
                                       % _show(profile)])
@@ -439,6 +441,10 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
     plan.check()
     for host, link in links.items():
         per[host].update(link.pop("node"))
+    for node in per.values():  # what several of a node's parts use, computed once
+        node["tiktoken"] = pre.encodings_spec(node["config_dir"], CONFIG_MOUNT, *s.encodings) if s.encodings else None
+        node["downloads"], node["waits"] = _downloads(node, s)
+    plan.qsfp_addresses = [a for host in plan.nodes for a in per[host]["qsfp_addresses"]]
     plan.per = per
     plan.hostfile = hostfile = _hostfile(plan, per) if s.multinode else None
     plans = {}
@@ -533,6 +539,8 @@ def _node_settings(plan, s, host, rank):
         "nccl_ib_hca": r.get("trtllm_container_nccl_ib_hca",
                              default=list((spark.get("qsfp") or {}).get("rdma") or [])),
         "memory": _memory_settings(r),
+        # The container of that name the node runs already (spark_facts), empty when none.
+        "running": (spark.get("containers") or {}).get(name) or {},
     }
     if s.multinode and spark.get("infiniband") and "/dev/infiniband:/dev/infiniband" not in settings["devices"]:
         settings["devices"].append("/dev/infiniband:/dev/infiniband")
@@ -753,8 +761,8 @@ def _environment(plan, s, node):
     # huggingface_hub reads the token from this file when it exists (a missing file means no token):
     # ours, or the one `huggingface-cli login` stored in the login user's cache (mounted at HF_MOUNT).
     env["HF_TOKEN_PATH"] = HF_MOUNT + "/token" if node["hf_token_source"] == "login" else CONFIG_MOUNT + "/hf_token"
-    if s.encodings:
-        env.update(pre.encodings_spec(node["config_dir"], CONFIG_MOUNT, *s.encodings)["env"])
+    if node["tiktoken"]:
+        env.update(node["tiktoken"]["env"])
     if not s.multinode:
         return env
     env.update(node["cuda_env"])
@@ -799,8 +807,7 @@ def _command(plan, s, node):
     command = serve
     if s.multinode:
         expect.append((CONFIG_MOUNT + "/" + HOSTFILE, sha256(hostfile)))
-        exports = s.mpi_export + ["HF_TOKEN_PATH"] + sorted(
-            pre.encodings_spec(node["config_dir"], CONFIG_MOUNT, *s.encodings)["env"] if s.encodings else [])
+        exports = s.mpi_export + ["HF_TOKEN_PATH"] + sorted(node["tiktoken"]["env"] if node["tiktoken"] else [])
         # The server's launch only, so `mpirun -np 2 hostname` by hand still finds a free port.
         command = trt.mpirun_argv(exports, serve, mca=[
             ("oob_tcp_static_ipv4_ports", MPI_OOB_PORT), ("oob_tcp_static_ipv6_ports", MPI_OOB_PORT),
@@ -810,7 +817,7 @@ def _command(plan, s, node):
             entry += ["--peer", per[peer]["hostfile_address"]]
     for path, digest in expect:
         entry += ["--expect", "%s=%s" % (path, digest)]
-    for path in _downloads(node, s)[1]:
+    for path in node["waits"]:
         entry += ["--exists", path]
     if s.triton:
         entry += ["--daemon", "tritonserver"]
@@ -822,7 +829,7 @@ def _ssh_part(plan, node):
     ssh_dir = node["config_dir"] + "/ssh"
     host = node["host"]
     per = plan.per
-    all_addresses = [a for h in plan.nodes for a in per[h]["qsfp_addresses"]]
+    all_addresses = plan.qsfp_addresses
     ssh = {
         "dir": ssh_dir,
         "port": node["ssh_port"],
@@ -842,13 +849,12 @@ def _ssh_part(plan, node):
 
 def _firewall(plan, s, node):
     """The endpoint's allow-list on this node, and what differs from the rules it has (spark_facts read them)."""
-    per = plan.per
     # The allow-list guards the node that listens: the head (a worker's rules, if any, are removed).
     serving_ports = sorted(set(s.ports.values()))
     clients = list(s.allowed)
     if s.allowed and s.multinode:
         # The workers wait for the head's readiness over the QSFP link (the memory guard).
-        clients += [a + "/32" for h in plan.nodes for a in per[h]["qsfp_addresses"] if a + "/32" not in clients]
+        clients += [a + "/32" for a in plan.qsfp_addresses if a + "/32" not in clients]
     published = [p for p in (_host_port(spec) for spec in node["published_ports"]) if p] if node["own_network"] else []
     firewall = fw.plan_rules(serving_ports, clients if node["rank"] == 0 else [], published or None)
     # What differs from the node's rules: a run that changes nothing touches no rule.
@@ -900,9 +906,9 @@ def _container_part(plan, s, node, entry, env):
                              "trtllm_container_hf_token is set (the role then writes that file)"
                              % (host, node["login_user"]))
     ssh, files = _ssh_part(plan, node) if s.multinode else (None, [])
-    tiktoken = pre.encodings_spec(node["config_dir"], CONFIG_MOUNT, *s.encodings) if s.encodings else None
+    tiktoken = node["tiktoken"]
     found = (plan.facts[host].get("images") or {}).get(node["image"]) or {}
-    running = (plan.facts[host].get("containers") or {}).get(node["name"])
+    running = node["running"]
     drift = pre.image_drift(node["image"], found, running)
     if drift:
         plan.warnings.append("trtllm_container_image on %s: %s" % (host, drift))
@@ -939,7 +945,6 @@ def _current(running, image, docker):
     """The container runs, created from this very image with exactly the planned settings (the digest in its label):
     the server is the planned one, so the container task and the checks that prove a first setup (the memory,
     mpirun hostname) need not run again."""
-    running = running or {}
     return (bool(running.get("running")) and running.get("spec") == docker["labels"][SPEC_LABEL]
             and bool(image.get("id")) and running.get("image_id") == image.get("id"))
 
@@ -955,7 +960,7 @@ def _serve_part(plan, s, node, command):
     return {
         "container": node["name"],
         "frontend": s.frontend,
-        "downloads": _downloads(node, s)[0],
+        "downloads": node["downloads"],
         "options_file": {"path": (repo_dir + "/" + trt.TRITON_MODEL_YAML) if s.triton
                          else node["config_dir"] + "/" + OPTIONS_FILE, "content": options},
         # Triton: the model repository is copied from the image's template once (in the container, which
@@ -983,6 +988,7 @@ _ENTRYPOINT = posixpath.join(posixpath.dirname(posixpath.abspath(__file__)), "..
                              "files", "entrypoint.sh")
 
 
+@functools.lru_cache(maxsize=1)
 def entrypoint_sha256():
     """The digest of the entrypoint the trtllm_container role writes (its file in the collection), None if unread."""
     try:
@@ -1000,7 +1006,7 @@ def _changes(plan, s, plans):
     entrypoint = entrypoint_sha256()
     for host in plan.nodes:
         node, part = plan.per[host], plans[host]
-        running = (plan.facts[host].get("containers") or {}).get(node["name"]) or {}
+        running = node["running"]
         mounted = running.get("files") if (running.get("mounts") or {}).get(CONFIG_MOUNT) == node["config_dir"] else {}
         have = _Have(mounted or {})
         container = part["container"]
@@ -1068,7 +1074,7 @@ def _trust_current(plan, ssh, have):
     keys = {}
     for peer in ssh["nodes"]:
         host = peer["name"]
-        running = (plan.facts[host].get("containers") or {}).get(plan.per[host]["name"]) or {}
+        running = plan.per[host]["running"]
         public = (running.get("files") or {}).get("public_keys") or {}
         ssh_dir = plan.per[host]["config_dir"] + "/ssh"
         keys[host] = {"client": public.get(ssh_dir + "/id_ed25519.pub"),
