@@ -21,6 +21,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _inputs as inputs
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _specdec_plan as plan
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_options as trt
 
 # Never read: the token stays out of the plan (the trtllm_container role reads it on its node).
 SECRETS = tuple(i.name for i in inputs.INPUTS if i.secret)
@@ -95,7 +96,8 @@ class ActionModule(ActionBase):
             profile = dict(self._profiles[name])
         if not isinstance(profile, dict):
             raise ValueError("profile: %s is not a mapping (the playbook's specdec_profile)" % type(profile).__name__)
-        return inputs_merge(profile, _plain(args.get("overrides") or {}))
+        # The tuner's setting over the profile (its options merged into the profile's, not replacing them).
+        return trt.merge(profile, _plain(args.get("overrides") or {}))
 
     def _load_profile(self, args, name):
         directory = args.get("profiles_dir") or os.path.join(self._vars.get("playbook_dir") or ".", "vars")
@@ -129,8 +131,7 @@ class ActionModule(ActionBase):
             if host in plans:
                 continue
             name, nodes, part = self._plan_cluster(host)
-            clusters[name] = {"nodes": nodes, "errors": part.get("errors", [])} if "errors" in part else \
-                {"nodes": nodes, "errors": []}
+            clusters[name] = {"nodes": nodes, "errors": part.get("errors", [])}
             for node in nodes:
                 if node in run_hosts or node == only:
                     plans[node] = dict(part["plans"][node], profile=part.get("profile")) if "plans" in part else part
@@ -193,23 +194,11 @@ class ActionModule(ActionBase):
         for host in nodes:
             for name, suggestion in inputs.misspelt(node_vars[host]):
                 found.setdefault((name, suggestion), []).append(host)
-        messages = [inputs.misspelling_message(", ".join(hosts), name, suggestion)
+        messages = [inputs.misspelling_message(", ".join(hosts), name, suggestion, strict)
                     for (name, suggestion), hosts in sorted(found.items())]
         if strict:
-            return [m.replace("; it is ignored (specdec_strict_inputs: true makes this an error)",
-                              " (specdec_strict_inputs is true)") for m in messages]
+            return messages
         if only in (None, nodes[0]):
             for message in messages:
                 self._display.warning(message)
         return []
-
-
-def inputs_merge(profile, overrides):
-    """The profile with the tuner's overrides (its ``options`` merged, not replaced)."""
-    out = dict(profile)
-    for key, value in overrides.items():
-        if key == "options" and isinstance(value, dict):
-            out[key] = dict(out.get(key) or {}, **value)
-        else:
-            out[key] = value
-    return out

@@ -496,9 +496,12 @@ def misspelt(names):
     return out
 
 
-def misspelling_message(host, name, suggestion):
-    return "%s on %s is not a variable of dgx_spark.specdec%s; it is ignored (specdec_strict_inputs: true makes " \
-           "this an error)" % (name, host, " (did you mean %s?)" % suggestion if suggestion else "")
+def misspelling_message(host, name, suggestion, strict=False):
+    """The warning about a variable the catalogue does not know, or (``strict``) the error."""
+    return "%s on %s is not a variable of dgx_spark.specdec%s%s" % (
+        name, host, " (did you mean %s?)" % suggestion if suggestion else "",
+        " (specdec_strict_inputs is true)" if strict else
+        "; it is ignored (specdec_strict_inputs: true makes this an error)")
 
 
 def canonical(host, variables):
