@@ -208,6 +208,9 @@ INPUTS = (
        "default the cluster's one host in group spark_head, else its only host.", fmt="name"),
     _I("specdec_profile_name", "str", "The profile a cluster serves (a file of playbooks/vars/); a playbook that "
        "reproduces one NVIDIA playbook sets its own, the fleet reads it per cluster.", fmt="name"),
+    _I("specdec_topology", "str", "How the cluster's Sparks are cabled: direct (two Sparks, one QSFP cable), switch "
+       "(2 to 8 Sparks, each cabled on the same port to one switch) or ring (three Sparks, each one's port 0 to the "
+       "next one's port 1). Set it on the cluster's group.", default="direct", choices=net.TOPOLOGIES),
     _I("specdec_strict_inputs", "bool", "Fail instead of warn when a variable with one of the collection's prefixes "
        "is not one the collection knows (a misspelling); for CI and AWX.", default=False),
     # -- what is served (specdec_serve) ---------------------------------------------------------------------------
@@ -237,10 +240,20 @@ INPUTS = (
     _I("specdec_serve_options", "dict", "Extra LLM API options (the extra-llm-api-config.yml); when set, replaces "
        "the profile's.", profile="options", default={}),
     _I("specdec_serve_extra_options", "dict", "A mapping deep-merged over specdec_serve_options.", default={}),
-    _I("specdec_serve_tp_size", "int", "Tensor-parallel size: 1 on one Spark, the number of nodes on a cluster.",
-       profile="tp_size", default=1, minimum=1, maximum=64),
-    _I("specdec_serve_ep_size", "int", "Expert-parallel size (--ep_size); null leaves it out.", profile="ep_size",
-       minimum=1, maximum=64, nullable=True),
+    _I("specdec_serve_tp_size", "int", "Tensor-parallel size: 1 on one Spark; on a cluster tp_size x pp_size is "
+       "the number of nodes, and tp_size divides the model's attention heads.", profile="tp_size", default=1,
+       minimum=1, maximum=64, default_doc="1; on a cluster the number of nodes / pp_size"),
+    _I("specdec_serve_ep_size", "int", "Expert-parallel size (--ep_size, MoE models; divides the tensor-parallel "
+       "size); null leaves it out.", profile="ep_size", minimum=1, maximum=64, nullable=True),
+    _I("specdec_serve_pp_size", "int", "Pipeline-parallel size (--pp_size): tp_size x pp_size is the number of nodes; "
+       "1 with speculative decoding (TensorRT-LLM does not combine them).", profile="pp_size", default=1, minimum=1,
+       maximum=8),
+    _I("specdec_serve_attention_heads", "int", "The target model's attention heads (num_attention_heads of its "
+       "config.json), which the tensor-parallel size must divide; the downloaded config.json wins once it is on the "
+       "node.", profile="attention_heads", minimum=1, nullable=True),
+    _I("specdec_serve_kv_heads", "int", "The target model's key-value heads (num_key_value_heads); the "
+       "tensor-parallel size must divide them or be a multiple of them.", profile="kv_heads", minimum=1,
+       nullable=True),
     _I("specdec_serve_max_batch_size", "int", "--max_batch_size; null leaves it out.", profile="max_batch_size",
        minimum=1, nullable=True),
     _I("specdec_serve_max_num_tokens", "int", "--max_num_tokens; null leaves it out.", profile="max_num_tokens",
@@ -370,9 +383,14 @@ INPUTS = (
     _I("trtllm_container_fetch_timeout", "int", "Seconds allowed for each small file the container needs (the "
        "gpt-oss tiktoken encodings).", scope=NODE, applied="role", default=60, minimum=1),
     # -- the QSFP link (netplan_qsfp) --------------------------------------------------------------------------------
-    _I("netplan_qsfp_plan", "str", "addresses (static) or link_local.", default="addresses",
-       choices=("addresses", "link_local")),
-    _I("netplan_qsfp_preset", "str", "The address preset for a node whose netplan_qsfp_addresses is empty.",
+    _I("netplan_qsfp_plan", "str", "addresses (static), link_local, or dhcp (a switch's DHCP server).",
+       default="addresses", choices=net.PLANS),
+    _I("netplan_qsfp_subnets", "list", "The subnets of a switch (one per netdev of the cabled port: node N gets host "
+       "N) or a ring (one per twin of each cable, cables numbered by node pair: the lower node .1, the higher .2).",
+       default_doc="NVIDIA's: 192.168.100.0/24 and 192.168.101.0/24 on a switch, 192.168.0.0/24 to 192.168.5.0/24 "
+       "on a ring", nullable=True),
+    _I("netplan_qsfp_preset", "str", "The address preset for a node of a direct pair whose netplan_qsfp_addresses "
+       "is empty.",
        default="seed", choices=tuple(sorted(net.PRESETS))),
     _I("netplan_qsfp_addresses", "raw", "This node's addresses: a mapping of QSFP netdev to A.B.C.D/N; replaces "
        "the preset.", scope=NODE, default={}),
@@ -729,13 +747,15 @@ PARTS = {
         ("up_to_date", "bool", None, "The node's file is already this one (content, 0600 root:root)."),
         ("check_links", "bool", None, "Ping both ends after netplan (when it applied something, or the run is about "
                                       "the link only)."),
-        ("plan", "str", None, "addresses or link_local."),
+        ("plan", "str", None, "addresses, link_local or dhcp."),
+        ("topology", "str", None, "How the cluster is cabled - direct, switch or ring."),
         ("up", "list", "str", "The Up QSFP netdevs."),
         ("entries", "list", "dict", "The planned addresses - iface, cidr."),
         ("addresses", "list", "str", "This node's QSFP addresses."),
         ("missing", "list", "str", "Planned addresses not on their netdev now."),
         ("mtu", "int", None, "The planned MTU (null leaves it alone)."),
-        ("links", "list", "dict", "Both ends of each link - iface, address, peer, peer_address, mtu."),
+        ("links", "list", "dict", "Each link of this node to another (every other Spark on a switch, the neighbours "
+                                  "in a ring) - iface, address, peer, peer_address, mtu."),
     )),
     "trtllm_container": ("trtllm_container_spec", "This node's specdec_plan.container (its TensorRT-LLM container).", (
         ("name", "str", None, "The container's name."),

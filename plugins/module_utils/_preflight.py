@@ -83,8 +83,11 @@ def encodings_spec(config_dir, mount, base_url, checksums):
 def pair_links(entries):
     """Both ends of each QSFP link: ``entries`` {host: [{iface, cidr}]} -> {host: [link, ...]}.
 
-    Two entries are the ends of one link when their addresses share a network: on the same netdev of both
-    Sparks (one cable joins the same port), else on any netdev. Entries without an address are skipped.
+    Two entries are the ends of one link when their addresses share a network. Each entry gets one end per
+    other node in its network: on a direct pair or a ring that is the Spark at the other end of the cable, on a
+    switch every other Spark. Of a peer's ends in that network, the one on the same netdev is preferred (one cable
+    joins the same port of two Sparks; a switch has every Spark on the same port). Entries without an address are
+    skipped.
     """
     parsed = {}
     for host, items in entries.items():
@@ -98,19 +101,19 @@ def pair_links(entries):
     for host, ends in parsed.items():
         links[host] = []
         for name, iface in ends:
-            best = None
             for peer, peer_ends in parsed.items():
                 if peer == host:
                     continue
+                best = None
                 for peer_name, peer_iface in peer_ends:
                     if peer_iface.network != iface.network or peer_iface.ip == iface.ip:
                         continue
-                    candidate = (peer_name != name, peer, peer_name, peer_iface)
+                    candidate = (peer_name != name, peer_name, peer_iface)
                     if best is None or candidate[0] < best[0]:
                         best = candidate
-            if best is not None:
-                links[host].append({"iface": name, "address": str(iface.ip), "peer": best[1],
-                                    "peer_iface": best[2], "peer_address": str(best[3].ip)})
+                if best is not None:
+                    links[host].append({"iface": name, "address": str(iface.ip), "peer": peer,
+                                        "peer_iface": best[1], "peer_address": str(best[2].ip)})
     return links
 
 

@@ -8,10 +8,12 @@ Pure functions, standard library only (``ipaddress``, ``re``): they run on the c
 modules on the nodes.
 
 * ``parse_ibdev2netdev``, ``rdma_devices`` and ``parse_operstate`` read which QSFP netdevs are Up.
-* ``plan_links`` checks that the nodes see the same cabled port, chooses each node's addresses
-  (``netplan_qsfp_addresses`` or a preset), validates them on each node and across the nodes,
-  protects the management path and renders ``/etc/netplan/40-cx7.yaml``. It returns
-  ``(per_node, errors)``; each error names the field, the host, the bad value and what is accepted.
+* ``plan_links`` checks the cabling against the cluster's topology (``direct``: two Sparks, one cable;
+  ``switch``: 2 to 8 Sparks on one L2 segment, each cabled on the same port; ``ring``: three Sparks, each one's
+  port 0 to the next one's port 1), chooses each node's addresses (``netplan_qsfp_addresses``, a preset on a
+  direct pair, the topology's subnets otherwise), validates them on each node and across the nodes, protects the
+  management path and renders ``/etc/netplan/40-cx7.yaml``. It returns ``(per_node, errors)``; each error names
+  the field, the host, the bad value and what is accepted.
 * ``cidr_errors`` checks one ``A.B.C.D/N`` value; ``render_netplan`` writes the document.
 """
 
@@ -31,7 +33,23 @@ PRESETS = {
     "two_subnets": [["192.168.100.10/24", "192.168.101.10/24"], ["192.168.100.11/24", "192.168.101.11/24"]],
 }
 
-PLANS = ("addresses", "link_local")
+PLANS = ("addresses", "link_local", "dhcp")
+
+# How the Sparks of a cluster are cabled, and how many each topology joins.
+TOPOLOGIES = ("direct", "switch", "ring")
+TOPOLOGY_SIZES = {"direct": (2, 2), "switch": (2, 8), "ring": (3, 3)}
+# The two ports of a Spark, each a cable of two netdevs (its PCIe halves, "twins"); port 0 is next to the RJ45.
+PORTS = {"0": ("enp1s0f0np0", "enP2p1s0f0np0"), "1": ("enp1s0f1np1", "enP2p1s0f1np1")}
+# The subnets each topology's static addresses come from (netplan_qsfp_subnets replaces them):
+# - switch, NVIDIA's "Connect multiple Sparks through a switch" playbook: node N gets .N in the first subnet on
+#   the port's first netdev and .N in the second on its twin (two subnets: one /24 for both twins "causes routing
+#   ambiguity and NCCL communication failures");
+# - ring, NVIDIA's "Connect three Sparks" playbook: two subnets per cable (one per twin), the cables numbered by
+#   node pair (1-2, 1-3, 2-3), the lower node .1 and the higher .2.
+DEFAULT_SUBNETS = {
+    "switch": ["192.168.100.0/24", "192.168.101.0/24"],
+    "ring": ["192.168.%d.0/24" % i for i in range(6)],
+}
 MTU_MIN = 576
 MTU_MAX = 9216
 TABLE_MAX = 4294967295
@@ -187,8 +205,8 @@ def _key(name):
 
 def render_netplan(name, plan, source, entries, up, mtu):
     """The text of /etc/netplan/40-cx7.yaml for one node (only the QSFP netdevs are named)."""
-    if plan == "link_local":
-        title = "plan link_local"
+    if plan in ("link_local", "dhcp"):
+        title = "plan %s" % plan
     else:
         title = "plan %s (%s)" % (plan, source)
     lines = [
@@ -198,7 +216,14 @@ def render_netplan(name, plan, source, entries, up, mtu):
         "  version: 2",
     ]
     body = []
-    if plan == "link_local":
+    if plan == "dhcp":
+        # NVIDIA's switch playbook, option 1: the switch's DHCP server addresses both netdevs.
+        for iface in up:
+            body.append("    %s:" % _key(iface))
+            body.append("      dhcp4: true")
+            if mtu is not None:
+                body.append("      mtu: %d" % mtu)
+    elif plan == "link_local":
         for iface in up:
             body.append("    %s:" % _key(iface))
             body.append("      dhcp4: false")
@@ -236,6 +261,153 @@ def render_netplan(name, plan, source, entries, up, mtu):
 # ---------------------------------------------------------------------------
 # The plan
 # ---------------------------------------------------------------------------
+
+def ring_cables(count):
+    """The cables of a ring of ``count`` Sparks, one per twin: (node i, its netdev, node j, its netdev), node i's
+    port 0 to the next node's port 1 and the last node's port 0 to the first node's port 1 (NVIDIA's "Connect
+    three Sparks" playbook)."""
+    return [(i, PORTS["0"][twin], (i + 1) % count, PORTS["1"][twin]) for i in range(count) for twin in (0, 1)]
+
+
+def ring_peer(index, iface, count):
+    """(peer index, peer netdev) at the other end of node ``index``'s ``iface`` in a ring, or None."""
+    for i, dev_i, j, dev_j in ring_cables(count):
+        if (i, dev_i) == (index, iface):
+            return j, dev_j
+        if (j, dev_j) == (index, iface):
+            return i, dev_i
+    return None
+
+
+def _port_of(up):
+    """The port whose two netdevs are both Up, '1' first (NVIDIA's switch playbook cables port 1), else None."""
+    for port in ("1", "0"):
+        if all(name in up for name in PORTS[port]):
+            return port
+    return None
+
+
+def _size_errors(topology, cluster, names):
+    low, high = TOPOLOGY_SIZES[topology]
+    count = len(names)
+    if low <= count <= high:
+        return []
+    found = "cluster %s has %d (%s)" % (cluster, count, ", ".join(names))
+    field = "specdec_topology of cluster %s: %s" % (cluster, _show(topology))
+    if topology == "direct":
+        return ["%s joins two Sparks with one cable, but %s (accepted: switch for 2 to 8 Sparks through a switch, "
+                "ring for three Sparks cabled in a ring)" % (field, found)]
+    if topology == "switch":
+        return ["%s joins 2 to 8 Sparks through a switch, but %s (accepted: a cluster of 2 to 8 Sparks; a single "
+                "Spark needs no fabric)" % (field, found)]
+    if count == 2:
+        return ["%s: a ring of two Sparks is one cable between them, a direct pair (%s; accepted: direct)"
+                % (field, found)]
+    return ["%s joins three Sparks, each one's port 0 to the next one's port 1, but %s (accepted: three Sparks; in a "
+            "ring of four or more, Sparks that are not neighbours have no cable between them: join them through a "
+            "switch)" % (field, found)]
+
+
+def _cabling_errors(topology, nodes):
+    """Whether each node's Up QSFP netdevs fit the topology -> (errors, {name: the netdevs the fabric uses})."""
+    errors = []
+    used = {}
+    down = [n for n in nodes if not n["up"]]
+    if down:
+        errors.append("%s: cable unplugged? Up QSFP ports per node: %s. Nothing was written."
+                      % ("; ".join("%s: no QSFP port is Up (from %s)" % (n["name"], n["up_source"]) for n in down),
+                         "; ".join(_up_summary(n, False) for n in nodes)))
+        return errors, used
+    if topology == "direct":
+        # One cable joins the same port of both Sparks: both see the same netdevs Up.
+        if any(n["up"] != nodes[0]["up"] for n in nodes):
+            errors.append("The nodes do not see the same QSFP ports Up, so the cable does not join the same port on "
+                          "both Sparks (or one end is down): %s. Re-seat the cable in the same port on both nodes; "
+                          "nothing was written." % "; ".join(_up_summary(n, True) for n in nodes))
+        return errors, {n["name"]: list(n["up"]) for n in nodes}
+    if topology == "switch":
+        ports = [_port_of(n["up"]) for n in nodes]
+        counted = sorted(("1", "0"), key=lambda p: -ports.count(p))
+        port = counted[0] if ports.count(counted[0]) else "1"
+        others = [n["name"] for n, p in zip(nodes, ports) if p == port]
+        for node, own in zip(nodes, ports):
+            if own == port:
+                used[node["name"]] = list(PORTS[port])
+                continue
+            missing = [name for name in PORTS[port] if name not in node["up"]]
+            if own is not None or not any(name in node["up"] for name in PORTS[port]):
+                errors.append("%s: its cable to the switch is in port %s (%s Up), but %s use port %s (%s): every "
+                              "Spark is cabled on the same port in NVIDIA's switch playbook; move the cable to port "
+                              "%s (from %s)" % (node["name"], own or _port(node["up"][0]), ", ".join(node["up"]),
+                                                ", ".join(others) or "the other Sparks", port,
+                                                ", ".join(PORTS[port]), port, node["up_source"]))
+            else:
+                errors.append("%s: %s is Down while %s is Up (from %s): they are the two halves of the one cable to "
+                              "the switch, expected Up on port %s like on %s; re-seat the cable or check the switch "
+                              "port" % (node["name"], ", ".join(missing),
+                                        ", ".join(n for n in PORTS[port] if n in node["up"]), node["up_source"], port,
+                                        ", ".join(others) or "the other Sparks"))
+        return errors, used
+    # ring: every netdev is Up, each on its cable to a neighbour.
+    count = len(nodes)
+    for index, node in enumerate(nodes):
+        missing = [name for name in PORTS["0"] + PORTS["1"] if name not in node["up"]]
+        for name in missing:
+            peer, peer_iface = ring_peer(index, name, count)
+            errors.append("%s: %s is Down (from %s), expected a cable from port %s to %s's port %s (%s): in a ring "
+                          "each Spark's port 0 goes to the next one's port 1" % (
+                              node["name"], name, node["up_source"], _port(name), nodes[peer]["name"],
+                              _port(peer_iface), peer_iface))
+        used[node["name"]] = [name for name in QSFP_INTERFACES if name in PORTS["0"] + PORTS["1"]]
+    return errors, used
+
+
+def subnets_errors(topology, subnets, count):
+    """[] when ``subnets`` can address ``count`` Sparks in ``topology``, else [messages naming netplan_qsfp_subnets]."""
+    need = 2 if topology == "switch" else 2 * count
+    field = "netplan_qsfp_subnets"
+    if not isinstance(subnets, (list, tuple)) or len(subnets) != need:
+        return ["%s: %s is not %d subnets (accepted: a list of %d IPv4 networks A.B.C.0/N for a %s of %d Sparks: "
+                "%s)" % (field, _show(subnets if not isinstance(subnets, tuple) else list(subnets)), need, need,
+                         topology, count, "one per netdev of the cabled port" if topology == "switch"
+                         else "one per twin of each cable, cables numbered by node pair")]
+    errors = []
+    parsed = []
+    for value in subnets:
+        try:
+            network = ipaddress.IPv4Network(value) if isinstance(value, str) and "/" in value else None
+        except ValueError:
+            network = None
+        hosts = count + 1 if topology == "switch" else 3
+        if network is None or network.prefixlen > 30 or network.num_addresses - 2 < hosts:
+            errors.append("%s item: %s is not a subnet for %s (accepted: a network address A.B.C.D/N, N <= 30, "
+                          "with room for %d hosts)" % (field, _show(value), topology, hosts))
+            continue
+        clash = [str(p) for p in parsed if p.overlaps(network)]
+        if clash:
+            errors.append("%s item: %s overlaps %s (accepted: distinct subnets: two netdevs in one subnet cause "
+                          "routing ambiguity and NCCL failures)" % (field, value, ", ".join(clash)))
+        parsed.append(network)
+    return errors
+
+
+def scheme_addresses(topology, index, count, subnets, up):
+    """Node ``index``'s {netdev: A.B.C.D/N} from the topology's subnets (see DEFAULT_SUBNETS)."""
+    nets = [ipaddress.IPv4Network(n) for n in subnets]
+    if topology == "switch":
+        return {iface: "%s/%d" % (nets[twin].network_address + index + 1, nets[twin].prefixlen)
+                for twin, iface in enumerate(up[:2])}
+    pairs = sorted({tuple(sorted((i, j))) for i, dummy, j, dummy2 in ring_cables(count)})
+    out = {}
+    for i, dev_i, j, dev_j in ring_cables(count):
+        pair = tuple(sorted((i, j)))
+        twin = 0 if dev_i in (PORTS["0"][0], PORTS["1"][0]) else 1
+        network = nets[2 * pairs.index(pair) + twin]
+        for node, dev in ((i, dev_i), (j, dev_j)):
+            if node == index:
+                out[dev] = "%s/%d" % (network.network_address + (1 if node == pair[0] else 2), network.prefixlen)
+    return out
+
 
 def _settings_errors(names, plan, preset, preset_used, interfaces, mtu, table_base):
     """Rule 1: the settings shared by all nodes. Returns (errors, fatal)."""
@@ -286,11 +458,12 @@ def _normalize(node, interfaces):
     }
 
 
-def _node_entries(node, index, plan, preset, interfaces, errors):
-    """Rule 4 for one node: (source, entries without tables)."""
+def _node_entries(node, index, plan, preset, interfaces, errors, fabric=("direct", None, 2)):
+    """Rule 4 for one node: (source, entries without tables). ``fabric``: (topology, subnets, node count)."""
     name = node["name"]
-    if plan == "link_local":
-        return "netplan_qsfp_plan=link_local", []
+    topology, subnets, count = fabric
+    if plan in ("link_local", "dhcp"):
+        return "netplan_qsfp_plan=%s" % plan, []
     wanted = node["addresses"]
     if not isinstance(wanted, dict):
         errors.append("netplan_qsfp_addresses on %s: %s is not a mapping (accepted: a mapping of QSFP netdev to %s)"
@@ -298,6 +471,11 @@ def _node_entries(node, index, plan, preset, interfaces, errors):
         return "netplan_qsfp_addresses", []
     if wanted:
         source = "netplan_qsfp_addresses"
+    elif topology != "direct":
+        source = "netplan_qsfp_subnets (%s)" % topology
+        if subnets is None:
+            return source, None  # reported once by plan_links
+        wanted = scheme_addresses(topology, index, count, subnets, node["up"])
     else:
         source = "netplan_qsfp_preset=%s" % preset
         if not isinstance(preset, str) or preset not in PRESETS:
@@ -341,8 +519,8 @@ def _node_entries(node, index, plan, preset, interfaces, errors):
     return source, entries
 
 
-def _cross_errors(nodes, sources, entries_of, interfaces):
-    """Rule 5: unique addresses, an address on every end of each link, one subnet per link."""
+def _duplicate_errors(nodes, sources, entries_of):
+    """Rule 5: every QSFP address once in the cluster."""
     errors = []
     all_entries = []
     for node in nodes:
@@ -363,6 +541,14 @@ def _cross_errors(nodes, sources, entries_of, interfaces):
                     fields.append(label)
             errors.append("%s: %s is planned more than once (%s) (accepted: every QSFP address once in the cluster)"
                           % (", ".join(fields), address, ", ".join("%s %s" % (h, e["iface"]) for h, e in users)))
+    return errors
+
+
+def _cross_errors(nodes, sources, entries_of, interfaces):
+    """Rule 5 on a pair or a switch: unique addresses, an address on every node's end of each netdev's link, one
+    subnet per netdev."""
+    errors = _duplicate_errors(nodes, sources, entries_of)
+    all_entries = [(node["name"], entry) for node in nodes for entry in entries_of[node["name"]]]
     for iface in interfaces:
         ends = [(h, e) for h, e in all_entries if e["iface"] == iface]
         if not ends:
@@ -389,6 +575,53 @@ def _cross_errors(nodes, sources, entries_of, interfaces):
     return errors
 
 
+def _twin_errors(nodes, sources, entries_of):
+    """Off a direct pair, each netdev of a node is in a subnet of its own (NVIDIA's switch playbook: two interfaces in
+    one subnet cause routing ambiguity and NCCL communication failures)."""
+    errors = []
+    for node in nodes:
+        entries = entries_of[node["name"]]
+        for position, entry in enumerate(entries):
+            same = [e["iface"] for e in entries[position + 1:] if e["network"] == entry["network"]]
+            if same:
+                errors.append("%s on %s: %s and %s are both in %s (accepted: a subnet of its own for each netdev on a "
+                              "switch or a ring: two interfaces in one subnet cause routing ambiguity and NCCL "
+                              "failures)" % (sources[node["name"]], node["name"], entry["iface"], ", ".join(same),
+                                             entry["network"]))
+    return errors
+
+
+def _ring_errors(nodes, sources, entries_of):
+    """Rule 5 on a ring: both ends of each cable in one subnet, and no subnet on two cables."""
+    errors = []
+    count = len(nodes)
+    end = {}
+    for node in nodes:
+        for entry in entries_of[node["name"]]:
+            end[(node["name"], entry["iface"])] = entry
+    cable_of = {}
+    for i, dev_i, j, dev_j in ring_cables(count):
+        a, b = nodes[i]["name"], nodes[j]["name"]
+        ends = [end.get((a, dev_i)), end.get((b, dev_j))]
+        label = "%s %s - %s %s" % (a, dev_i, b, dev_j)
+        if None in ends:
+            missing = [("%s %s" % (h, d)) for (h, d), e in zip(((a, dev_i), (b, dev_j)), ends) if e is None]
+            errors.append("%s: no address for %s, on the cable %s (accepted: an address in one subnet on both "
+                          "ends of each cable)" % (", ".join(sorted({sources[a], sources[b]})), " and ".join(missing),
+                                                   label))
+            continue
+        if ends[0]["network"] != ends[1]["network"]:
+            errors.append("%s on %s and %s: the ends of the cable %s are in different subnets (%s, %s) (accepted: "
+                          "both ends in one subnet)" % (sources[a], a, b, label, ends[0]["cidr"], ends[1]["cidr"]))
+            continue
+        other = cable_of.get(ends[0]["network"])
+        if other:
+            errors.append("%s on %s and %s: %s is the subnet of two cables (%s and %s) (accepted: a subnet of its "
+                          "own for each cable of the ring)" % (sources[a], a, b, ends[0]["network"], other, label))
+        cable_of[ends[0]["network"]] = label
+    return errors
+
+
 def _management_errors(node, plan, source, entries):
     """Rule 6 for one node: what the plan could do to the path from the controller."""
     name = node["name"]
@@ -396,7 +629,7 @@ def _management_errors(node, plan, source, entries):
     current = node["current"] if isinstance(node["current"], dict) else {}
     default = node["default_interface"]
     management = _address(node["management_address"]) if isinstance(node["management_address"], str) else None
-    planned = list(node["up"]) if plan == "link_local" else [e["iface"] for e in entries]
+    planned = list(node["up"]) if plan in ("link_local", "dhcp") else [e["iface"] for e in entries]
     errors = []
 
     holders = []
@@ -422,6 +655,8 @@ def _management_errors(node, plan, source, entries):
             errors.append("%s: %s carries %s; configuring it could cut the node off from the controller %s"
                           % (field, iface, " and ".join(what), OVERRIDE))
 
+    if plan == "dhcp":
+        return errors
     if plan == "link_local":
         if management is not None and management in LINK_LOCAL:
             errors.append("%s: the management address %s is link-local, like the planned QSFP addresses %s"
@@ -480,23 +715,26 @@ def _missing(entries, current):
     return out
 
 
-def _link_local_addresses(node):
+def _current_addresses(node, link_local):
+    """The addresses the node's Up netdevs have now: its link-local ones, or (DHCP) the others."""
     current = node["current"] if isinstance(node["current"], dict) else {}
     out = []
     for iface in node["up"]:
         for cidr in _cidrs(current, iface):
             parsed = _loose_interface(cidr)
-            if parsed is not None and parsed.ip in LINK_LOCAL:
+            if parsed is not None and (parsed.ip in LINK_LOCAL) == link_local:
                 out.append(str(parsed.ip))
     return out
 
 
 def plan_links(nodes, plan="addresses", preset="seed", interfaces=QSFP_INTERFACES, mtu=None,
-               source_routing=True, table_base=101, allow_disruptive=False):
+               source_routing=True, table_base=101, allow_disruptive=False, topology="direct", subnets=None,
+               cluster="sparks"):
     """Plan the QSFP links of ``nodes`` (rank order, head first). Returns ``(per_node, errors)``.
 
     Each node is ``{"name", "up", "up_source", "addresses", "current", "management_address",
-    "default_interface"}``. ``per_node[name]`` has ``up``, ``source``, ``entries``, ``addresses``,
+    "default_interface"}``. ``topology``: direct, switch or ring (TOPOLOGIES); ``subnets``: the switch's or the
+    ring's subnets (None: DEFAULT_SUBNETS). ``per_node[name]`` has ``up``, ``source``, ``entries``, ``addresses``,
     ``content`` and ``missing``; it may be partial (or empty) when ``errors`` is not empty.
     """
     interfaces = tuple(interfaces or ())
@@ -513,30 +751,39 @@ def plan_links(nodes, plan="addresses", preset="seed", interfaces=QSFP_INTERFACE
         errors.append("nodes of the QSFP link: %s%s (accepted: netplan pairing needs the two (or more) nodes joined "
                       "by the cable, each once)"
                       % (shown, "; listed more than once: %s" % ", ".join(duplicates) if duplicates else ""))
-    preset_used = any(isinstance(n, dict) and not n.get("addresses") for n in raw)
+    if topology not in TOPOLOGIES:
+        errors.append("specdec_topology of cluster %s: %s is not a topology (accepted: %s)"
+                      % (cluster, _show(topology), ", ".join(TOPOLOGIES)))
+        return {}, errors
+    blocking = _size_errors(topology, cluster, names) if nodes_ok else []
+    if plan == "dhcp" and topology != "switch":
+        blocking.append("netplan_qsfp_plan of cluster %s: 'dhcp' needs a DHCP server on the fabric, which only a "
+                      "switch has (specdec_topology is %s; accepted: addresses or link_local)" % (cluster, topology))
+    preset_used = topology == "direct" and any(isinstance(n, dict) and not n.get("addresses") for n in raw)
     settings, fatal = _settings_errors([n for n in names if isinstance(n, str)], plan, preset, preset_used,
                                        interfaces, mtu, table_base)
     errors.extend(settings)
-    if fatal or not nodes_ok:
+    if topology != "direct" and plan == "addresses" and nodes_ok and not blocking:
+        subnets = DEFAULT_SUBNETS[topology] if subnets is None else subnets
+        if topology == "ring" and subnets is DEFAULT_SUBNETS["ring"]:
+            subnets = subnets[:2 * len(raw)]
+        subnet_errors = subnets_errors(topology, subnets, len(raw))
+        blocking.extend(subnet_errors)
+        subnets = None if subnet_errors else list(subnets)
+    errors.extend(blocking)
+    if fatal or not nodes_ok or blocking:
         return {}, errors
     mtu_ok = mtu if (mtu is None or (_is_int(mtu) and MTU_MIN <= mtu <= MTU_MAX)) else None
 
     nodes = [_normalize(n, interfaces) for n in raw]
 
-    # Rule 2: every node has an Up QSFP port.
-    down = [n for n in nodes if not n["up"]]
-    if down:
-        errors.append("%s: cable unplugged? Up QSFP ports per node: %s. Nothing was written."
-                      % ("; ".join("%s: no QSFP port is Up (from %s)" % (n["name"], n["up_source"]) for n in down),
-                         "; ".join(_up_summary(n, False) for n in nodes)))
+    # Rules 2 and 3: the cabling fits the topology (every node cabled, on the right ports).
+    cabling, used = _cabling_errors(topology, nodes)
+    if cabling:
+        errors.extend(cabling)
         return {}, errors
-
-    # Rule 3: every node sees the same Up netdevs (the cable joins the same port on both Sparks).
-    if any(n["up"] != nodes[0]["up"] for n in nodes):
-        errors.append("The nodes do not see the same QSFP ports Up, so the cable does not join the same port on "
-                      "both Sparks (or one end is down): %s. Re-seat the cable in the same port on both nodes; "
-                      "nothing was written." % "; ".join(_up_summary(n, True) for n in nodes))
-        return {}, errors
+    for node in nodes:
+        node["up"] = used[node["name"]]
 
     # Rule 4 (per node), rule 6 (management path).
     sources = {}
@@ -544,7 +791,8 @@ def plan_links(nodes, plan="addresses", preset="seed", interfaces=QSFP_INTERFACE
     node_errors = []
     blocked = False
     for index, node in enumerate(nodes):
-        source, entries = _node_entries(node, index, plan, preset, interfaces, node_errors)
+        source, entries = _node_entries(node, index, plan, preset, interfaces, node_errors,
+                                        (topology, subnets, len(nodes)))
         if entries is None:
             blocked = True
             entries = []
@@ -557,15 +805,21 @@ def plan_links(nodes, plan="addresses", preset="seed", interfaces=QSFP_INTERFACE
 
     # Rule 5 (across nodes), only when every node's own plan is valid.
     if plan == "addresses" and not node_errors and not blocked:
-        errors.extend(_cross_errors(nodes, sources, entries_of, interfaces))
+        if topology == "ring":
+            errors.extend(_duplicate_errors(nodes, sources, entries_of))
+            errors.extend(_ring_errors(nodes, sources, entries_of))
+        else:
+            errors.extend(_cross_errors(nodes, sources, entries_of, interfaces))
+        if topology != "direct":
+            errors.extend(_twin_errors(nodes, sources, entries_of))
 
     per_node = {}
     for node in nodes:
         name = node["name"]
         entries = entries_of[name]
         _assign_tables(entries, source_routing, table_base)
-        if plan == "link_local":
-            addresses = _link_local_addresses(node)
+        if plan in ("link_local", "dhcp"):
+            addresses = _current_addresses(node, plan == "link_local")
         else:
             addresses = [e["address"] for e in entries]
         per_node[name] = {

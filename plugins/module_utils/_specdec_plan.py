@@ -57,6 +57,19 @@ MPI_BTL_PORTS = (50101, 32)
 # Labels and environment an image may carry its TensorRT-LLM release in (the lab's stand-in sets both).
 IMAGE_VERSION_LABELS = ("com.nvidia.tensorrt-llm.version", "org.opencontainers.image.version")
 IMAGE_VERSION_ENV = ("TRTLLM_VERSION", "TRT_LLM_VERSION", "TENSORRT_LLM_VERSION")
+# Open MPI 4 (ORTE) and 5 (PRRTE) name the same settings differently, and Open MPI 5 ignores the ORTE-era names
+# without a word: the hostfile is not read and every rank runs on the launcher (open-mpi/ompi#12873; checked
+# with Open MPI 5.0.11's prte_info). An image with Open MPI 5 says so in its environment (PRTE_PREFIX, as
+# HPC-X's ompi5 in the 1.3.0rc27 release image) or in a label.
+MPI_ENV = {
+    4: {"hostfile": "OMPI_MCA_orte_default_hostfile", "ssh_args": "OMPI_MCA_plm_rsh_args",
+        "oob_if": "OMPI_MCA_oob_tcp_if_include", "per_node": "OMPI_MCA_rmaps_ppr_n_pernode"},
+    5: {"hostfile": "PRTE_MCA_prte_default_hostfile", "ssh_args": "PRTE_MCA_plm_ssh_args",
+        "oob_if": "PRTE_MCA_oob_tcp_if_include", "per_node": None},
+}
+OPENMPI_LABEL = "org.open-mpi.version"
+# A DGX Spark's unified memory: 128 GB, of which about 119 GiB are MemTotal (what the weights share with the rest).
+SPARK_MEMORY_GIB = 119.0
 
 # The formats live with the catalogue; these names stay for the modules that import them from here.
 FORMATS = inputs.FORMATS
@@ -212,7 +225,8 @@ def _deprecations(plan):
 class _Served:
     """What the cluster serves: read once, where the head is."""
 
-    __slots__ = ("frontend", "triton", "triton_release", "version", "multinode", "method", "speculative",
+    __slots__ = ("topology", "pp_size", "openmpi", "heads",
+                 "frontend", "triton", "triton_release", "version", "multinode", "method", "speculative",
                  "needs_draft", "model", "draft_model", "draft_dir", "max_draft_len", "options", "tp_size", "flags",
                  "trust_remote_code", "bind", "port", "ports", "extra_args", "mpi_export", "allowed", "encodings",
                  "triton_config", "api", "prompt", "max_tokens", "requests", "image", "container", "options_content")
@@ -239,7 +253,12 @@ def _served(plan):
     s.draft_model, s.draft_dir = _draft(top, s.needs_draft)
     s.max_draft_len = top.get("specdec_serve_max_draft_len") if s.speculative else None
     s.options = trt.merge(top.get("specdec_serve_options"), top.get("specdec_serve_extra_options"))
-    s.tp_size = top.get("specdec_serve_tp_size")
+    s.pp_size = top.get("specdec_serve_pp_size") or 1
+    # On a cluster the split defaults to one tensor-parallel rank per node.
+    s.tp_size = top.get("specdec_serve_tp_size", default=max(1, len(plan.nodes) // s.pp_size) if s.multinode else None)
+    s.topology = top.get("specdec_topology") or "direct"
+    s.openmpi = 4
+    s.heads = (None, None, None)
     s.flags = {flag: top.get("specdec_serve_" + flag) for flag in trt.SERVE_FLAGS}
     s.trust_remote_code = top.get("specdec_serve_trust_remote_code")
     s.bind = top.get("specdec_serve_host")
@@ -367,18 +386,130 @@ def _endpoint_settings(top, s):
 # ---------------------------------------------------------------------------
 
 def _check_topology(plan, s):
+    """The split over the nodes is one TensorRT-LLM runs: one rank per node, tp x pp = N, tp divides the model's
+    heads, pp = 1 with speculative decoding, experts split within tp, and the weights fit in N Sparks."""
     nodes = plan.nodes
-    if s.tp_size is not None:
-        if s.multinode and s.tp_size != len(nodes):
-            plan.top.fail("specdec_serve_tp_size", s.tp_size, "the number of nodes of the cluster (%d: %s): mpirun "
-                          "starts one rank per node and trtllm-serve refuses a world size other than --tp_size"
-                          % (len(nodes), ", ".join(nodes)))
-        elif not s.multinode and s.tp_size != 1:
-            plan.top.fail("specdec_serve_tp_size", s.tp_size, "1 on a single Spark (one GPU); use the two-Spark "
-                          "playbook for --tp_size 2")
-    if s.multinode and len(nodes) < 2:
+    count = len(nodes)
+    top = plan.top
+    if not s.multinode:
+        if s.tp_size is not None and s.tp_size != 1:
+            top.fail("specdec_serve_tp_size", s.tp_size, "1 on a single Spark (one GPU); use the two-Spark "
+                     "playbook for --tp_size 2")
+        if s.pp_size != 1:
+            top.fail("specdec_serve_pp_size", s.pp_size, "1 on a single Spark (one GPU)")
+        return
+    if count < 2:
         plan.fail("cluster %s: a multinode profile needs at least two Sparks, found %s"
                   % (plan.cluster, ", ".join(nodes)))
+        return
+    if s.tp_size is None:
+        return
+    tp, pp = s.tp_size, s.pp_size
+    where = "cluster %s (%d nodes: %s)" % (plan.cluster, count, ", ".join(nodes))
+    s.heads = heads, kv_heads, source = _model_heads(plan, s)
+    fits = _working_sizes(plan, s, heads, kv_heads) if heads or _weights_gib(plan) else []
+    hint = (" (with this model, tp = the number of nodes works for %s nodes)" % _or(fits)) if fits else ""
+    before = len(plan.errors)
+    if tp * pp != count:
+        top.fail("specdec_serve_tp_size", tp, "tp_size x pp_size (%d x %d) = the number of nodes of %s: mpirun starts "
+                 "one rank per node and trtllm-serve's world size is tp x pp%s" % (tp, pp, where, hint))
+    if pp > 1 and s.speculative:
+        top.fail("specdec_serve_pp_size", pp, "1 with speculative decoding (method %s): TensorRT-LLM's "
+                 "feature-combination matrix has no speculative decoding with pipeline parallelism (it stops with "
+                 "NotImplementedError at start), so %s splits the model by tensor parallelism only, tp_size %d"
+                 % (s.method, where, count))
+    if heads and heads % tp:
+        plan.fail("specdec_serve_tp_size on %s: %d does not divide the %d attention heads of %s (%s): TensorRT-LLM "
+                  "splits the heads evenly over the tensor-parallel ranks; %s"
+                  % (plan.where, tp, heads, s.model, source, ("with speculative decoding (pp 1) the cluster needs %s "
+                                                               "nodes" % _or(fits)) if fits and s.speculative
+                     else "accepted: a tp_size that divides %d" % heads))
+    elif kv_heads and kv_heads % tp and tp % kv_heads:
+        plan.fail("specdec_serve_tp_size on %s: %d neither divides the %d key-value heads of %s (%s) nor is a multiple "
+                  "of them (TensorRT-LLM replicates key-value heads only when there are fewer than ranks)%s"
+                  % (plan.where, tp, kv_heads, s.model, source, hint))
+    weights = _weights_gib(plan)
+    if weights and tp * pp == count and weights / count > SPARK_MEMORY_GIB:
+        need = int(-(-weights // SPARK_MEMORY_GIB))
+        plan.fail("specdec_serve_weights_gib on %s: the weights of %s (%.0f GiB) do not fit in the %.0f GiB of "
+                  "unified memory of %d Sparks (%.0f GiB each): the cluster needs at least %d%s"
+                  % (plan.where, s.model, weights, SPARK_MEMORY_GIB * count, count,
+                     SPARK_MEMORY_GIB, need, (" (%s)" % _or(fits)) if fits else ""))
+    ep = s.flags.get("ep_size")
+    # The experts are judged against a tensor-parallel size that is itself right (one mistake, one message).
+    if ep and (ep > tp or tp % ep) and len(plan.errors) == before:
+        top.fail("specdec_serve_ep_size", ep, "a divisor of tp_size %d: the experts are split within the "
+                 "tensor-parallel ranks (moe_tp x moe_ep = tp), --ep_size adds no ranks" % tp)
+
+
+def _or(values):
+    values = [str(v) for v in values]
+    return values[0] if len(values) == 1 else "%s or %s" % (", ".join(values[:-1]), values[-1])
+
+
+def _model_heads(plan, s):
+    """(attention heads, key-value heads, where they come from): the downloaded config.json on the head once it is
+    there (spark_facts reads it), else the profile's or the inventory's figures."""
+    declared = (plan.top.get("specdec_serve_attention_heads"), plan.top.get("specdec_serve_kv_heads"))
+    config = ((plan.facts[plan.head].get("models") or {}).get(s.model or "") or {})
+    found = (config.get("num_attention_heads"), config.get("num_key_value_heads"))
+    if isinstance(found[0], int) and not isinstance(found[0], bool):
+        if declared[0] and declared != found:
+            plan.warnings.append("specdec_serve_attention_heads on %s: %s/%s, but the config.json of %s on %s says "
+                                 "%s/%s (attention/key-value heads); the config.json wins"
+                                 % (plan.where, declared[0], declared[1], s.model, plan.head, found[0], found[1]))
+        return found[0], found[1] if isinstance(found[1], int) else None, "its config.json on %s" % plan.head
+    return declared[0], declared[1], "specdec_serve_attention_heads / specdec_serve_kv_heads"
+
+
+def _weights_gib(plan):
+    value = plan.node(plan.head).get("specdec_serve_weights_gib")
+    return float(value) if value else None
+
+
+def _working_sizes(plan, s, heads, kv_heads):
+    """The node counts (2 to 8, tp = the count) whose split the model's heads and memory allow."""
+    weights = _weights_gib(plan)
+    out = []
+    for count in range(2, 9):
+        if heads and heads % count:
+            continue
+        if kv_heads and kv_heads % count and count % kv_heads:
+            continue
+        if weights and weights / count > SPARK_MEMORY_GIB:
+            continue
+        out.append(count)
+    return out
+
+
+def _openmpi(plan, s):
+    """The Open MPI major of the image: from the image on the nodes (its environment or label), else the release's."""
+    found = {}
+    for host in plan.nodes:
+        image = (plan.facts[host].get("images") or {}).get(s.image or "") or {}
+        major = _image_openmpi(image)
+        if major:
+            found.setdefault(major, []).append(host)
+    if len(found) > 1:
+        plan.fail("trtllm_container_image of %s: %s carries Open MPI %s on the nodes (%s): the nodes hold different "
+                  "builds of it; pull it again on each node" % (plan.where, s.image, " and ".join(
+                      str(m) for m in sorted(found)), "; ".join("%d on %s" % (m, ", ".join(h))
+                                                                  for m, h in sorted(found.items()))))
+    if found:
+        return sorted(found)[0]
+    return trt.openmpi_major(s.version) if s.version else 4
+
+
+def _image_openmpi(image):
+    env = image.get("env") or {}
+    label = str((image.get("labels") or {}).get(OPENMPI_LABEL) or "")
+    if label[:1].isdigit():
+        return int(label.split(".")[0])
+    if env.get("PRTE_PREFIX"):
+        return 5
+    if env.get("OMPI_VERSION") or env.get("OPENMPI_VERSION"):
+        return int(str(env.get("OMPI_VERSION") or env.get("OPENMPI_VERSION")).split(".")[0])
+    return None
 
 
 def _options(plan, s):
@@ -415,7 +546,8 @@ def plan_network(cluster, nodes, node_vars, facts):
     plan = _Plan(cluster, nodes, {}, node_vars, facts)
     if len(nodes) < 2:
         plan.fail("cluster %s: the QSFP link joins two or more Sparks, found %s" % (cluster, ", ".join(nodes)))
-    links = _plan_links(plan, need_addresses=False) if not plan.errors else {}
+    topology = plan.top.get("specdec_topology") or "direct"
+    links = _plan_links(plan, need_addresses=False, topology=topology) if not plan.errors else {}
     plan.check()
     plans = {}
     for rank, host in enumerate(plan.nodes):
@@ -435,9 +567,10 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
     plan = _Plan(cluster, nodes, profile, node_vars, facts)
     s = _served(plan)
     _check_topology(plan, s)
+    s.openmpi = _openmpi(plan, s) if s.multinode else None
     options = s.options_content = _options(plan, s)
     per = {host: _node_settings(plan, s, host, rank) for rank, host in enumerate(plan.nodes)}
-    links = _plan_links(plan) if s.multinode and len(plan.nodes) >= 2 else {}
+    links = _plan_links(plan, topology=s.topology) if s.multinode and len(plan.nodes) >= 2 else {}
     plan.check()
     for host, link in links.items():
         per[host].update(link.pop("node"))
@@ -534,6 +667,7 @@ def _node_settings(plan, s, host, rank):
         "qsfp_interfaces": [],
         "qsfp_addresses": [],
         "hostfile_address": None,
+        "links": [],
         # `huggingface-cli login` (NVIDIA's older single-Spark guide) keeps the token in the user's HF cache.
         "hf_token_source": r.get("trtllm_container_hf_token_source"),
         "nccl_ib_hca": r.get("trtllm_container_nccl_ib_hca",
@@ -629,44 +763,56 @@ def _memory_settings(r):
     }
 
 
-def _plan_links(plan, need_addresses=True):
+def _plan_links(plan, need_addresses=True, topology="direct"):
     """Netplan documents, QSFP addresses and hostfile addresses of a multi-node cluster.
 
     ``need_addresses``: the serving plan needs every node's QSFP addresses now (sshd, the hostfile); with the
-    link-local plan they exist only once the link is applied, so plan the link alone first (qsfp_link.yml).
+    link-local or DHCP plan they exist only once the link is applied, so plan the link alone first (qsfp_link.yml).
     """
     top = plan.top
     settings = {key: top.get("netplan_qsfp_" + key) for key in (
-        "plan", "preset", "interfaces", "mtu", "source_routing", "routing_table_base", "allow_disruptive", "file")}
+        "plan", "preset", "interfaces", "mtu", "source_routing", "routing_table_base", "allow_disruptive", "file",
+        "subnets")}
     if None in (settings["plan"], settings["preset"], settings["routing_table_base"], settings["file"]):
         return {}
     per_node, link_errors = net.plan_links(
         [_link_inputs(plan, host) for host in plan.nodes], plan=settings["plan"], preset=settings["preset"],
         interfaces=tuple(settings["interfaces"]), mtu=settings["mtu"], source_routing=settings["source_routing"],
-        table_base=settings["routing_table_base"], allow_disruptive=settings["allow_disruptive"])
+        table_base=settings["routing_table_base"], allow_disruptive=settings["allow_disruptive"], topology=topology,
+        subnets=settings["subnets"], cluster=plan.cluster)
     plan.errors.extend(link_errors)
     if link_errors:
         return {}
+    # Both ends of each link (on a switch every other Spark, in a ring the neighbours): the pre-flight stops when
+    # their MTUs would differ after this run; spark_link checks them again after netplan (MTU, a ping with
+    # don't-fragment at that size, the link speed).
+    pairs = pre.pair_links({h: per_node[h]["entries"] for h in plan.nodes})
     before = len(plan.errors)
     out = {}
     for host in plan.nodes:
-        part = _node_link(plan, host, per_node[host], settings, need_addresses)
+        part = _node_link(plan, host, per_node[host], settings, need_addresses, pairs.get(host, []))
         if part:
             out[host] = part
     if len(plan.errors) > before:
         return out
-    # Both ends of each link: the pre-flight stops when their MTUs would differ after this run; spark_link
-    # checks them again after netplan (MTU, a ping with don't-fragment at that size, the link speed).
-    pairs = pre.pair_links({h: out[h]["entries"] for h in out})
     applies = {h: not out[h]["up_to_date"] or bool(out[h]["missing"]) for h in out}
     plan.errors.extend(pre.mtu_errors(pairs, {h: plan.facts[h].get("mtu") or {} for h in out}, settings["mtu"],
                                       applies))
     for host in out:
         out[host]["mtu"] = settings["mtu"]
+        out[host]["topology"] = topology
         out[host]["links"] = [{"iface": link["iface"], "address": link["address"], "peer": link["peer"],
                                "peer_address": link["peer_address"], "mtu": settings["mtu"]}
                               for link in pairs.get(host, [])]
     return out
+
+
+def _toward(links, peer):
+    """This node's address on its link to ``peer`` (a ring's nodes reach each other on their own cable), or None."""
+    for link in links:
+        if link["peer"] == peer:
+            return link["address"]
+    return None
 
 
 def _link_inputs(plan, host):
@@ -694,8 +840,11 @@ def _link_inputs(plan, host):
     }
 
 
-def _node_link(plan, host, planned, settings, need_addresses):
-    """One node's netplan part, and (under "node") the addresses its container and hostfile use."""
+def _node_link(plan, host, planned, settings, need_addresses, links):
+    """One node's netplan part, and (under "node") the addresses its container and hostfile use.
+
+    The hostfile names each node by its address on the link to the head, where mpirun runs (on a switch or a pair
+    the first QSFP address; in a ring the address on the cable to the head)."""
     r = plan.node(host)
     ifaces = r.get("trtllm_container_qsfp_interfaces", default=planned["up"])
     addresses = r.get("trtllm_container_qsfp_addresses", default=[]) or planned["addresses"]
@@ -704,7 +853,8 @@ def _node_link(plan, host, planned, settings, need_addresses):
                   "applied): run playbooks/qsfp_link.yml first, or use the addresses plan"
                   % (host, ", ".join(planned["up"]), settings["plan"]))
         return None
-    hostfile_address = r.get("openmpi_hostfile_address", default=addresses[0] if addresses else None,
+    toward_head = _toward(links, plan.head) if host != plan.head else None
+    hostfile_address = r.get("openmpi_hostfile_address", default=toward_head or (addresses[0] if addresses else None),
                              required=need_addresses)
     if hostfile_address and hostfile_address not in addresses:
         r.fail("openmpi_hostfile_address", hostfile_address,
@@ -726,7 +876,8 @@ def _node_link(plan, host, planned, settings, need_addresses):
         "entries": [{"iface": e["iface"], "cidr": e["cidr"]} for e in planned["entries"]],
         "addresses": addresses,
         "missing": planned["missing"],
-        "node": {"qsfp_interfaces": ifaces, "qsfp_addresses": addresses, "hostfile_address": hostfile_address},
+        "node": {"qsfp_interfaces": ifaces, "qsfp_addresses": addresses, "hostfile_address": hostfile_address,
+                 "links": links},
     }
 
 
@@ -752,7 +903,8 @@ def _server_argv(s):
         return (trt.triton_launch_argv(TRITON_REPO_MOUNT + "/", s.ports["http"], s.ports["grpc"], s.ports["metrics"]),
                 TRITON_REPO_MOUNT + "/" + trt.TRITON_MODEL_YAML)
     path = CONFIG_MOUNT + "/" + OPTIONS_FILE
-    return trt.serve_argv(s.model, path, s.tp_size, s.bind, s.port, s.flags, s.trust_remote_code, s.extra_args), path
+    return trt.serve_argv(s.model, path, s.tp_size, s.bind, s.port, s.flags, s.trust_remote_code, s.extra_args,
+                          pp_size=s.pp_size), path
 
 
 def _environment(plan, s, node):
@@ -767,18 +919,27 @@ def _environment(plan, s, node):
         return env
     env.update(node["cuda_env"])
     ifaces = ",".join(node["qsfp_interfaces"])
+    names = MPI_ENV[s.openmpi]
     env.update({
         "UCX_NET_DEVICES": ifaces,
         "NCCL_SOCKET_IFNAME": ifaces,
         "OMPI_MCA_btl_tcp_if_include": ifaces,
-        "OMPI_MCA_oob_tcp_if_include": ifaces,
-        "OMPI_MCA_orte_default_hostfile": "/etc/openmpi-hostfile",
-        "OMPI_MCA_rmaps_ppr_n_pernode": "1",
-        "OMPI_MCA_plm_rsh_args": "-F %s/ssh/config" % CONFIG_MOUNT,
+        names["oob_if"]: ifaces,
+        names["hostfile"]: "/etc/openmpi-hostfile",
+        names["ssh_args"]: "-F %s/ssh/config" % CONFIG_MOUNT,
         "OMPI_ALLOW_RUN_AS_ROOT": "1",
         "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
     })
-    # One QSFP cable is two PCIe x4 halves: NCCL needs both RoCE devices of the Up pair for full bandwidth.
+    if names["per_node"]:
+        env[names["per_node"]] = "1"
+    if s.topology == "ring":
+        # Each pair of a ring has its own cable and subnets: NCCL must pick, for each peer, the HCA whose subnet
+        # reaches it instead of pairing HCAs by index (a 3-Spark triangle otherwise fails with an ibv_modify_qp
+        # timeout; sparkrun#174 and the community's 3-node write-ups).
+        env["NCCL_IB_SUBNET_AWARE_ROUTING"] = "1"
+    # One QSFP cable is two PCIe x4 halves: NCCL needs both RoCE devices of each Up pair for full bandwidth. Their
+    # RoCE v2 GID index is not set here: it differs between nodes and after a reboot, so each rank reads its own
+    # node's at start (the entrypoint's --rank).
     if node["nccl_ib_hca"]:
         env["NCCL_IB_HCA"] = ",".join(node["nccl_ib_hca"])
     else:
@@ -812,7 +973,9 @@ def _command(plan, s, node):
         command = trt.mpirun_argv(exports, serve, mca=[
             ("oob_tcp_static_ipv4_ports", MPI_OOB_PORT), ("oob_tcp_static_ipv6_ports", MPI_OOB_PORT),
             ("btl_tcp_port_min_v4", MPI_BTL_PORTS[0]), ("btl_tcp_port_range_v4", MPI_BTL_PORTS[1]),
-            ("btl_tcp_disable_family", 6)])
+            ("btl_tcp_disable_family", 6)], ranks=len(plan.nodes), openmpi=s.openmpi,
+            # sshd sessions do not inherit the container's environment: each rank takes its own node's.
+            wrapper=["/bin/bash", ENTRYPOINT, "--rank", "--"])
         for peer in plan.nodes[1:]:
             entry += ["--peer", per[peer]["hostfile_address"]]
     for path, digest in expect:
@@ -955,7 +1118,8 @@ def _serve_part(plan, s, node, command):
     rank = node["rank"]
     per = plan.per
     options = s.options_content
-    ready_url = _health_url(s.triton, s.bind, s.port, None if rank == 0 else per[plan.head]["hostfile_address"])
+    head = None if rank == 0 else (_toward(per[plan.head]["links"], node["host"]) or per[plan.head]["hostfile_address"])
+    ready_url = _health_url(s.triton, s.bind, s.port, head)
     draft = s.draft_model if s.needs_draft else None
     return {
         "container": node["name"],
@@ -972,7 +1136,7 @@ def _serve_part(plan, s, node, command):
         "argv": command,
         "memory": pre.memory_spec(
             check=memory["check"], headroom_gib=memory["headroom_gib"],
-            weights=_weights_on_host(node, s.model, draft, s.draft_dir), share=round(1.0 / (s.tp_size or 1), 6),
+            weights=_weights_on_host(node, s.model, draft, s.draft_dir), share=round(1.0 / ((s.tp_size or 1) * s.pp_size), 6),
             estimate_gib=memory["weights_gib"], drop_caches=memory["drop_caches"], guard=memory["guard"],
             guard_below_gib=memory["guard_below_gib"], guard_timeout=memory["guard_timeout"], ready_url=ready_url,
             what=" and its draft ".join([m for m in (s.model, draft) if m])),

@@ -865,9 +865,10 @@ def options_file(version, method=None, draft_model=None, max_draft_len=None, opt
 SERVE_FLAGS = ("ep_size", "max_batch_size", "max_num_tokens", "kv_cache_free_gpu_memory_fraction")
 
 
-def serve_argv(model, options_path, tp_size, host, port, flags=None, trust_remote_code=False, extra_args=()):
+def serve_argv(model, options_path, tp_size, host, port, flags=None, trust_remote_code=False, extra_args=(),
+               pp_size=1):
     """``trtllm-serve MODEL --backend pytorch --tp_size N ... --host H --port P`` (flags set to None are left out)."""
-    argv = ["trtllm-serve", model, "--backend", "pytorch", "--tp_size", str(tp_size)]
+    argv = ["trtllm-serve", model, "--backend", "pytorch", "--tp_size", str(tp_size)] + serve_parallel_args(pp_size)
     for flag in SERVE_FLAGS:
         value = (flags or {}).get(flag)
         if value is not None:
@@ -889,19 +890,48 @@ def flags_as_llm_args(flags, trust_remote_code=False):
     return {key: value for key, value in args.items() if value is not None}
 
 
-def mpirun_argv(exports, command, mca=None):
+# The release images carry Open MPI 4 up to 1.3.0rc26 and Open MPI 5 (HPC-X, PRRTE) from 1.3.0rc27 on, when
+# their base moved to NGC PyTorch 26.08 (ai-dynamo/dynamo#15060 lists the versions by tag).
+OPENMPI_5_FROM = "1.3.0rc27"
+
+
+def release_key(version):
+    """A release as a sortable tuple: 1.2.0rc6 -> (1, 2, 0, 0, 6); 1.2.0 -> (1, 2, 0, 1, 0) (after its rcs)."""
+    match = re.match(r"^(\d+)\.(\d+)\.(\d+)(?:rc(\d+))?", str(version))
+    if not match:
+        return (0, 0, 0, 0, 0)
+    major, minor, patch, rc = match.groups()
+    return (int(major), int(minor), int(patch), 0 if rc is not None else 1, int(rc or 0))
+
+
+def openmpi_major(version):
+    """The Open MPI major version the release image of ``version`` carries."""
+    return 5 if release_key(version) >= release_key(OPENMPI_5_FROM) else 4
+
+
+def mpirun_argv(exports, command, mca=None, ranks=None, openmpi=4, wrapper=()):
     """The multi-node launch of NVIDIA's two-Spark playbook: ``mpirun -x VAR... trtllm-llmapi-launch COMMAND``.
 
-    One rank per node comes from the hostfile and OMPI_MCA_rmaps_ppr_n_pernode=1 in the container's
-    environment; rank 0 runs the server, the others serve as its workers. ``mca``: (name, value) pairs
-    for this launch only (mpirun passes them on to the daemons it starts on the other nodes).
+    ``ranks``: ``-np`` (one rank per node, the hostfile giving each node one slot). ``mca``: (name, value) pairs for
+    this launch only (mpirun passes them on to the daemons it starts on the other nodes); names of the runtime
+    (``oob_*``) go with ``--prtemca`` under Open MPI 5, whose runtime is PRRTE. ``wrapper``: what each rank runs
+    before ``trtllm-llmapi-launch`` (the entrypoint's rank mode).
     """
     argv = ["mpirun"]
+    if ranks:
+        argv += ["-np", str(ranks)]
+        if openmpi >= 5:
+            argv += ["--map-by", "ppr:1:node"]
     for name, value in mca or ():
-        argv += ["--mca", name, str(value)]
+        argv += ["--prtemca" if openmpi >= 5 and name.startswith("oob_") else "--mca", name, str(value)]
     for name in exports:
         argv += ["-x", name]
-    return argv + ["trtllm-llmapi-launch"] + list(command)
+    return argv + list(wrapper) + ["trtllm-llmapi-launch"] + list(command)
+
+
+def serve_parallel_args(pp_size=1):
+    """--pp_size when the pipeline is split (left out at 1, trtllm-serve's default)."""
+    return ["--pp_size", str(pp_size)] if pp_size and pp_size > 1 else []
 
 
 # ---------------------------------------------------------------------------

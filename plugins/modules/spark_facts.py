@@ -308,6 +308,16 @@ ansible_facts:
           type: list
           elements: str
           sample: ["-N DGX-SPECDEC", "-A INPUT -p tcp -m multiport --dports 8000 -m comment --comment \"dgx-spark.specdec\" -j DGX-SPECDEC"]
+        models:
+          description:
+            - The checkpoints in the Hugging Face caches of the login user (C(~/.cache/huggingface)) and of the
+              collection's containers, by repository id, with what their C(config.json) says of the attention
+              (the tensor-parallel size must divide the heads).
+          returned: success
+          type: dict
+          sample: {"nvidia/DeepSeek-R1-FP4": {"num_attention_heads": 128, "num_key_value_heads": 128,
+                   "model_type": "deepseek_v3"}}
+          version_added: 0.8.0
         hf_login_token:
           description: Whether C(~/.cache/huggingface/token) of the login user exists (written by C(huggingface-cli login)).
           returned: success
@@ -679,7 +689,30 @@ class SparkFacts:
         spark["hf_login_token"] = os.path.exists(os.path.join(spark["home"], ".cache", "huggingface", "token"))
         spark["paths"] = self.paths()
         spark["netplan"] = self.netplan()
+        caches = [os.path.join(spark["home"], ".cache", "huggingface")]
+        caches += [c["mounts"][HF_MOUNT] for c in spark["containers"].values() if (c.get("mounts") or {}).get(HF_MOUNT)]
+        spark["models"] = self.models(caches)
         return spark
+
+    @staticmethod
+    def models(caches):
+        """{repo id: heads} from config.json of each cached snapshot (hub/models--ORG--NAME/snapshots/REV/)."""
+        found = {}
+        for cache in caches:
+            for path in sorted(glob.glob(os.path.join(cache, "hub", "models--*", "snapshots", "*", "config.json"))):
+                repo = path.split(os.sep)[-4][len("models--"):].replace("--", "/", 1)
+                try:
+                    with open(path, encoding="utf-8") as handle:
+                        config = json.load(handle)
+                except (OSError, ValueError):
+                    continue
+                if not isinstance(config, dict):
+                    continue
+                # Multimodal checkpoints keep the language model's figures under text_config.
+                text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+                found[repo] = {key: text.get(key, config.get(key)) for key in
+                               ("num_attention_heads", "num_key_value_heads", "model_type")}
+        return found
 
 
 def main():

@@ -103,6 +103,10 @@ notes:
     C(specdec_profile_name) (str, cluster scope, default required) - The profile a cluster serves (a file of
     playbooks/vars/); a playbook that reproduces one NVIDIA playbook sets its own, the fleet reads it per cluster.
   - >-
+    C(specdec_topology) (str, cluster scope, default direct) - How the cluster's Sparks are cabled: direct (two
+    Sparks, one QSFP cable), switch (2 to 8 Sparks, each cabled on the same port to one switch) or ring (three
+    Sparks, each one's port 0 to the next one's port 1). Set it on the cluster's group.
+  - >-
     C(specdec_strict_inputs) (bool, cluster scope, default false) - Fail instead of warn when a variable with one of
     the collection's prefixes is not one the collection knows (a misspelling); for CI and AWX.
   - >-
@@ -147,11 +151,24 @@ notes:
     C(specdec_serve_extra_options) (dict, cluster scope, default {}) - A mapping deep-merged over
     specdec_serve_options.
   - >-
-    C(specdec_serve_tp_size) (int, cluster scope, profile key C(tp_size), default 1) - Tensor-parallel size: 1 on
-    one Spark, the number of nodes on a cluster.
+    C(specdec_serve_tp_size) (int, cluster scope, profile key C(tp_size), default 1; on a cluster the number of
+    nodes / pp_size) - Tensor-parallel size: 1 on one Spark; on a cluster tp_size x pp_size is the number of nodes,
+    and tp_size divides the model's attention heads.
   - >-
     C(specdec_serve_ep_size) (int, cluster scope, profile key C(ep_size), default null (left out)) - Expert-parallel
-    size (--ep_size); null leaves it out.
+    size (--ep_size, MoE models; divides the tensor-parallel size); null leaves it out.
+  - >-
+    C(specdec_serve_pp_size) (int, cluster scope, profile key C(pp_size), default 1) - Pipeline-parallel size
+    (--pp_size): tp_size x pp_size is the number of nodes; 1 with speculative decoding (TensorRT-LLM does not
+    combine them).
+  - >-
+    C(specdec_serve_attention_heads) (int, cluster scope, profile key C(attention_heads), default null (left out)) -
+    The target model's attention heads (num_attention_heads of its config.json), which the tensor-parallel size must
+    divide; the downloaded config.json wins once it is on the node.
+  - >-
+    C(specdec_serve_kv_heads) (int, cluster scope, profile key C(kv_heads), default null (left out)) - The target
+    model's key-value heads (num_key_value_heads); the tensor-parallel size must divide them or be a multiple of
+    them.
   - >-
     C(specdec_serve_max_batch_size) (int, cluster scope, profile key C(max_batch_size), default null (left out)) -
     --max_batch_size; null leaves it out.
@@ -298,9 +315,15 @@ notes:
     C(trtllm_container_qsfp_addresses) (list, node scope, default the node's planned QSFP addresses) - The node's
     QSFP addresses (where sshd listens on a cluster).
   - >-
-    C(netplan_qsfp_plan) (str, cluster scope, default addresses) - addresses (static) or link_local.
+    C(netplan_qsfp_plan) (str, cluster scope, default addresses) - addresses (static), link_local, or dhcp (a
+    switch's DHCP server).
   - >-
-    C(netplan_qsfp_preset) (str, cluster scope, default seed) - The address preset for a node whose
+    C(netplan_qsfp_subnets) (list, cluster scope, default NVIDIA's: 192.168.100.0/24 and 192.168.101.0/24 on a
+    switch, 192.168.0.0/24 to 192.168.5.0/24 on a ring) - The subnets of a switch (one per netdev of the cabled
+    port: node N gets host N) or a ring (one per twin of each cable, cables numbered by node pair: the lower node
+    .1, the higher .2).
+  - >-
+    C(netplan_qsfp_preset) (str, cluster scope, default seed) - The address preset for a node of a direct pair whose
     netplan_qsfp_addresses is empty.
   - >-
     C(netplan_qsfp_addresses) (raw, node scope, default {}) - This node's addresses: a mapping of QSFP netdev to

@@ -5,6 +5,7 @@
 #
 #   entrypoint.sh [--install-missing] [--sshd CONFIG] [--firewall PORTS IFACES] [--peer ADDRESS]...
 #                 [--expect PATH=SHA256]... [--exists PATH]... [--daemon NAME] [-- COMMAND...]
+#   entrypoint.sh --rank -- COMMAND...
 #
 # --install-missing  install openssh-server and iptables on the first start when the image lacks them
 # --sshd        start sshd with CONFIG (keys and configuration are mounted read-only from the host);
@@ -19,11 +20,16 @@
 #               launch_triton_server.py does): stay while NAME runs, exit when it stops (Docker then
 #               restarts the container), and stop it when the container is stopped
 # COMMAND       exec'd once everything is there: trtllm-serve, or mpirun on the head
+# --rank        how mpirun starts each rank: sshd sessions do not inherit the container's environment, so take
+#               this node's NCCL_/UCX_ settings from the container's first process, and this node's RoCE v2 GID
+#               index of the NCCL_IB_HCA devices (it differs between nodes and may change after a reboot: never
+#               pinned), then exec COMMAND
 set -euo pipefail
 
-install_missing=0 sshd_config="" fw_ports="" fw_ifaces="" daemon="" peers=() expects=() exists=()
+install_missing=0 sshd_config="" fw_ports="" fw_ifaces="" daemon="" rank=0 peers=() expects=() exists=()
 while [ $# -gt 0 ]; do
   case "$1" in
+    --rank) rank=1; shift ;;
     --install-missing) install_missing=1; shift ;;
     --firewall) fw_ports=$2; fw_ifaces=$3; shift 3 ;;
     --sshd) sshd_config=$2; shift 2 ;;
@@ -37,6 +43,48 @@ while [ $# -gt 0 ]; do
 done
 
 log() { echo "[dgx-spark entrypoint] $*"; }
+
+gid_index() {  # the RoCE v2 GID index (IPv4-mapped GID) shared by every device of NCCL_IB_HCA, if there is one
+  local hca dir path n found="" index
+  for hca in ${NCCL_IB_HCA//,/ }; do
+    hca=${hca#=}; hca=${hca%%:*}
+    dir=${DGX_SPARK_SYSFS:-/sys}/class/infiniband/$hca/ports/1
+    [ -d "$dir/gids" ] || return 1
+    index=""
+    for path in "$dir"/gid_attrs/types/*; do
+      n=${path##*/}
+      [ "$(cat "$path" 2>/dev/null)" = "RoCE v2" ] || continue
+      case "$(cat "$dir/gids/$n" 2>/dev/null)" in
+        0000:0000:0000:0000:0000:ffff:*) if [ -z "$index" ] || [ "$n" -lt "$index" ]; then index=$n; fi ;;
+      esac
+    done
+    [ -n "$index" ] || return 1
+    [ -z "$found" ] || [ "$found" = "$index" ] || return 1
+    found=$index
+  done
+  [ -n "$found" ] && echo "$found"
+}
+
+node_env() {  # NAME=VALUE\0... on stdin: export the NCCL_/UCX_ names not set already
+  local pair name
+  while IFS= read -r -d '' pair; do
+    case "$pair" in
+      NCCL_*=* | UCX_*=*)
+        name=${pair%%=*}
+        # shellcheck disable=SC2163  # exports the NAME=VALUE the container started with
+        [ -n "${!name+x}" ] || export "$pair"
+        ;;
+    esac
+  done
+}
+
+if [ "$rank" = 1 ]; then
+  node_env </proc/1/environ 2>/dev/null || log "cannot read the container's environment (/proc/1/environ)" >&2
+  if [ -z "${NCCL_IB_GID_INDEX:-}" ] && index=$(gid_index); then
+    export NCCL_IB_GID_INDEX=$index
+  fi
+  exec "$@"
+fi
 
 need() {  # COMMAND PACKAGE: install PACKAGE on the first start of a container whose image lacks COMMAND
   command -v "$1" >/dev/null 2>&1 && return

@@ -322,7 +322,7 @@ def test_without_the_group_the_play_hosts_are_the_members():
     groups, hostvars = _with_another_host_in_the_play("elsewhere")
     result, dummy = run("spark-b", groups, hostvars, {"profile": TWO})
     assert result["failed"] is True and result["cluster"] == "sparks"
-    assert any("specdec_serve_tp_size" in e and "(3: spark-a, spark-b, mon-1)" in e for e in result["errors"]), result
+    assert any("specdec_serve_tp_size" in e and "(3 nodes: spark-a, spark-b, mon-1)" in e for e in result["errors"]), result
 
 
 # -- the Hugging Face token -------------------------------------------------------------------------------------

@@ -277,7 +277,7 @@ def test_render_netplan_without_entries_and_quoted_names():
 def test_plan_must_be_known():
     per_node, errors = plan(plan="static")
     assert per_node == {}
-    assert errors == ["netplan_qsfp_plan on spark-a, spark-b: 'static' is not a plan (accepted: addresses, link_local)"]
+    assert errors == ["netplan_qsfp_plan on spark-a, spark-b: 'static' is not a plan (accepted: addresses, link_local, dhcp)"]
 
 
 def test_preset_checked_only_when_used():
@@ -453,15 +453,16 @@ def test_same_address_on_two_netdevs_of_one_node():
                        "(enp1s0f1np1, enP2p1s0f1np1) (accepted: each address once)")
 
 
-def test_preset_does_not_cover_a_third_node():
+def test_a_third_node_needs_a_switch_or_a_ring():
     nodes = pair() + [node("spark-c", 2)]
     per_node, errors = plan(nodes)
+    assert per_node == {}
     assert errors == [
-        "netplan_qsfp_preset on spark-c: 'seed' covers 2 nodes and spark-c is node 3 of the link (head first) "
-        "(accepted: a preset that covers every node, or netplan_qsfp_addresses set for spark-c)"]
-    nodes[2]["addresses"] = {"enp1s0f1np1": "192.168.200.16/24", "enP2p1s0f1np1": "192.168.200.17/24"}
-    per_node = valid(nodes)
-    assert per_node["spark-c"]["addresses"] == ["192.168.200.16", "192.168.200.17"]
+        "specdec_topology of cluster sparks: 'direct' joins two Sparks with one cable, but cluster sparks has 3 "
+        "(spark-a, spark-b, spark-c) (accepted: switch for 2 to 8 Sparks through a switch, ring for three Sparks "
+        "cabled in a ring)"]
+    per_node = valid(nodes, topology="switch")
+    assert per_node["spark-c"]["addresses"] == ["192.168.100.3", "192.168.101.3"]
 
 
 def test_addresses_must_be_a_mapping():

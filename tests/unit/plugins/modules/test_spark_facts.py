@@ -235,6 +235,7 @@ def test_full_fact(capsys, node):
         "tools": {"iptables": False},
         "firewall": [],
         "hf_login_token": False,
+        "models": {},
     }
 
 
@@ -293,6 +294,29 @@ def test_what_the_containers_mounts_hold_and_whether_the_token_is_there(capsys, 
     found = gather(capsys, {"hf_token": ""})["containers"]["trtllm-specdec"]["files"]["token"]
     assert found == {"given": False, "file": "differs", "login": "absent"}  # no token: the file should go
     assert gather(capsys)["containers"]["trtllm-specdec"]["files"]["token"] == {}
+
+
+def test_the_heads_of_the_checkpoints_in_the_containers_cache(capsys, node):
+    """The plan checks the tensor-parallel split against the model's heads: config.json of each cached snapshot."""
+    cache = node.tmp / "home" / ".cache" / "hf"
+    snapshot = cache / "hub" / "models--nvidia--DeepSeek-R1-FP4" / "snapshots" / "0123abc"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text(json.dumps({"num_attention_heads": 128, "num_key_value_heads": 128,
+                                                      "model_type": "deepseek_v3", "hidden_size": 7168}))
+    broken = cache / "hub" / "models--org--broken" / "snapshots" / "1"
+    broken.mkdir(parents=True)
+    (broken / "config.json").write_text("{not json")
+    vlm = cache / "hub" / "models--org--vlm" / "snapshots" / "2"
+    vlm.mkdir(parents=True)
+    (vlm / "config.json").write_text(json.dumps({"model_type": "llava", "text_config": {"num_attention_heads": 32,
+                                                                                        "num_key_value_heads": 8}}))
+    node.containers = [{"Id": "c1", "Name": "/trtllm-multinode", "Image": "sha256:aaaa", "Config": {"Image": IMAGE_A},
+                        "State": {"Running": True},
+                        "Mounts": [{"Type": "bind", "Source": str(cache), "Destination": "/root/.cache/huggingface"}]}]
+    models = gather(capsys)["models"]
+    assert models == {"nvidia/DeepSeek-R1-FP4": {"num_attention_heads": 128, "num_key_value_heads": 128,
+                                                 "model_type": "deepseek_v3"},
+                      "org/vlm": {"num_attention_heads": 32, "num_key_value_heads": 8, "model_type": "llava"}}
 
 
 def test_netplan_files_with_checksum_and_mode(capsys, node):
