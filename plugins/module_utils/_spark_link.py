@@ -76,13 +76,15 @@ def validate(links, count=2, timeout=2):
                           % (field, spec))
             continue
         iface = spec.get("iface")
+        # A netdev has one link on a pair or a ring, and one to each other Spark on a switch.
+        key = (iface, spec.get("peer_address"))
         if not is_ifname(iface):
             errors.append("%s.iface: %r is not a netdev name; accepted: %s" % (field, iface, IFNAME_ACCEPTED))
-        elif iface in seen:
-            errors.append("%s.iface: %s is already checked by links[%d]; accepted: one entry per QSFP netdev"
-                          % (field, iface, seen[iface]))
+        elif key in seen:
+            errors.append("%s: %s to %s is already checked by links[%d]; accepted: one entry per QSFP netdev and peer"
+                          % (field, iface, key[1], seen[key]))
         else:
-            seen[iface] = index
+            seen[key] = index
         peer = spec.get("peer")
         if not isinstance(peer, str) or not peer.strip():
             errors.append("%s.peer: %r; accepted: the inventory name of the node at the other end of the link"

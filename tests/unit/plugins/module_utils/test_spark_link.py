@@ -145,10 +145,12 @@ def test_validate_names_field_value_and_accepted(changes, expected):
 
 
 def test_validate_duplicate_iface_and_index():
-    errors = link.validate([SPEC, spec(peer_address="192.168.200.15"), spec(iface="bad name")])
+    # One netdev reaches several peers on a switch: only the same netdev and peer twice is a mistake.
+    errors = link.validate([SPEC, spec(peer_address="192.168.200.15"), spec(iface="bad name"), SPEC])
     assert errors == [
-        "links[1].iface: enp1s0f1np1 is already checked by links[0]; accepted: one entry per QSFP netdev",
         "links[2].iface: 'bad name' is not a netdev name; accepted: " + link.IFNAME_ACCEPTED,
+        "links[3]: enp1s0f1np1 to %s is already checked by links[0]; accepted: one entry per QSFP netdev and peer"
+        % SPEC["peer_address"],
     ]
 
 

@@ -319,7 +319,7 @@ def test_ping_missing_fails(capsys, node):
     ({"links": [dict(LINK_A, mtu=500)]}, "links[0].mtu: 500 is out of range"),
     ({"links": [LINK_A], "count": 0}, "count: 0; accepted: a whole number of pings per link, 1 or more"),
     ({"links": [LINK_A], "timeout": 0}, "timeout: 0; accepted: a whole number of seconds"),
-    ({"links": [LINK_A, LINK_A]}, "links[1].iface: enp1s0f1np1 is already checked by links[0]"),
+    ({"links": [LINK_A, LINK_A]}, "links[1]: enp1s0f1np1 to %s is already checked by links[0]" % LINK_A["peer_address"]),
 ])
 def test_bad_options_fail_naming_field_value_and_accepted(capsys, node, args, expected):
     two_links(node)
