@@ -32,7 +32,7 @@ from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_o
 
 CLUSTER = "cluster"
 NODE = "node"
-PREFIXES = ("specdec_", "netplan_qsfp_", "trtllm_container_", "openmpi_hostfile_", "docker_group_")
+PREFIXES = ("specdec_", "netplan_qsfp_", "trtllm_container_", "openmpi_hostfile_", "docker_group_", "fabric_check_")
 # Set by the collection itself (facts and play variables), never by a user: not inputs, never "misspelt".
 PRODUCED = ("specdec_plan", "specdec_plans", "specdec_profile", "specdec_fleet_started", "specdec_fleet_failure", "specdec_fleet_done",
             "specdec_fleet_serving", "specdec_serve_endpoint", "specdec_serve_memory", "netplan_qsfp_link_check",
@@ -457,6 +457,20 @@ INPUTS = (
        minimum=1),
     _I("specdec_tune_results_dir", "str", "Where tune.json, report.md and the plots go on the controller.",
        applied="playbook", default_doc="./tune-results/<host>"),
+    _I("fabric_check_report", "str", "playbooks/fabric_check.yml: where the JSON report goes on the controller.",
+       applied="playbook", default_doc="./fabric-report.json (the directory ansible-playbook started in)"),
+    _I("fabric_check_ping_count", "int", "playbooks/fabric_check.yml: don't-fragment pings per link.",
+       applied="playbook", default=2, minimum=1),
+    _I("fabric_check_ping_timeout", "int", "playbooks/fabric_check.yml: seconds each ping waits for its reply.",
+       applied="playbook", default=2, minimum=1),
+    _I("fabric_check_bandwidth", "bool", "playbooks/fabric_check.yml: measure each link with perftest's ib_write_bw "
+       "where both ends have it and an RDMA device.", applied="playbook", default=False),
+    _I("fabric_check_bandwidth_seconds", "int", "playbooks/fabric_check.yml: seconds of each measurement (-D).",
+       applied="playbook", default=5, minimum=1),
+    _I("fabric_check_bandwidth_timeout", "int", "playbooks/fabric_check.yml: seconds after which each ib_write_bw end "
+       "is stopped.", applied="playbook", default=60, minimum=5),
+    _I("fabric_check_bandwidth_port", "int", "playbooks/fabric_check.yml: the first TCP port of ib_write_bw (one per "
+       "measured link).", applied="playbook", default=18515, minimum=1024, maximum=65000),
     _I("specdec_bench_prompts", "list", "The prompts the tuner measures with (playbooks/bench/prompts.yml).",
        applied="playbook", default_doc="playbooks/bench/prompts.yml"),
     # -- deprecated: the cluster defines the nodes, the plan the rest ------------------------------------------------
