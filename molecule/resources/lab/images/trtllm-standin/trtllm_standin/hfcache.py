@@ -76,6 +76,26 @@ def _safetensors_stub(repo_id):
     return struct.pack("<Q", len(header)) + header
 
 
+# The architecture of the repositories the collection's profiles serve, from each one's public config.json (the
+# collection checks a cluster's tensor parallelism against the heads): architectures, model_type,
+# num_attention_heads, num_key_value_heads, num_hidden_layers, hidden_size (+ DeepSeek-V3's MTP layer). Keyed by
+# the lower-case id (the Hub's ids are case-insensitive). Any other repository gets 32 attention and 8 key-value heads.
+_LLAMA = ("LlamaForCausalLM", "llama")
+_GPT_OSS = ("GptOssForCausalLM", "gpt_oss")
+KNOWN_ARCHITECTURES = {
+    # nvidia/DeepSeek-R1-FP4 quantizes deepseek-ai/DeepSeek-R1, a DeepSeek-V3 (multi-head latent attention).
+    "nvidia/deepseek-r1-fp4": (("DeepseekV3ForCausalLM", "deepseek_v3"), 128, 128, 61, 7168,
+                               {"num_nextn_predict_layers": 1}),
+    "nvidia/qwen3-235b-a22b-fp4": (("Qwen3MoeForCausalLM", "qwen3_moe"), 64, 4, 94, 4096, {}),
+    "meta-llama/llama-3.1-8b-instruct": (_LLAMA, 32, 8, 32, 4096, {}),
+    "nvidia/llama-3.1-8b-instruct-fp4": (_LLAMA, 32, 8, 32, 4096, {}),
+    "meta-llama/llama-3.2-1b-instruct": (_LLAMA, 32, 8, 16, 2048, {}),
+    "nvidia/llama-3.3-70b-instruct-fp4": (_LLAMA, 64, 8, 80, 8192, {}),
+    "openai/gpt-oss-120b": (_GPT_OSS, 64, 8, 36, 2880, {}),
+    "openai/gpt-oss-20b": (_GPT_OSS, 64, 8, 24, 2880, {}),
+}
+
+
 def placeholder_files(repo_id):
     """{filename: bytes} of the placeholder checkpoint for repo_id."""
     name = repo_id.split("/")[-1].lower()
@@ -101,6 +121,11 @@ def placeholder_files(repo_id):
         "torch_dtype": "bfloat16",
         "_standin": {"repo_id": repo_id, "placeholder": True},
     }
+    known = KNOWN_ARCHITECTURES.get(repo_id.lower())
+    if known:
+        (arch, model_type), heads, kv_heads, layers, hidden, extra = known
+        config.update({"architectures": [arch], "model_type": model_type, "num_attention_heads": heads,
+                       "num_key_value_heads": kv_heads, "num_hidden_layers": layers, "hidden_size": hidden}, **extra)
     if draft:
         config["draft_vocab_size"] = 32000
     files = {
