@@ -763,6 +763,8 @@ PARTS = {
                                       "the link only)."),
         ("plan", "str", None, "addresses, link_local or dhcp."),
         ("topology", "str", None, "How the cluster is cabled - direct, switch or ring."),
+        ("sysctl", "dict", None, "On a switch, the QSFP netdevs' ARP settings - file, content, settings (name to "
+                                 "value) and up_to_date; null elsewhere."),
         ("up", "list", "str", "The Up QSFP netdevs."),
         ("entries", "list", "dict", "The planned addresses - iface, cidr."),
         ("addresses", "list", "str", "This node's QSFP addresses."),

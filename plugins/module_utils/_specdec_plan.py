@@ -70,6 +70,11 @@ MPI_ENV = {
 OPENMPI_LABEL = "org.open-mpi.version"
 # A DGX Spark's unified memory: 128 GB, of which about 119 GiB are MemTotal (what the weights share with the rest).
 SPARK_MEMORY_GIB = 119.0
+# On a switch both netdevs of a Spark's cable are in one L2 segment: with Linux's defaults each answers ARP for the
+# other's address, a peer may cache the wrong twin's MAC and a ping or NCCL connection bound to one netdev misses its
+# replies ("ARP flux"). Each netdev answers and announces only its own address (kernel ip-sysctl documentation).
+SYSCTL_FILE = "/etc/sysctl.d/60-dgx-spark-qsfp.conf"
+SWITCH_ARP = (("arp_ignore", "1"), ("arp_announce", "2"))
 
 # The formats live with the catalogue; these names stay for the modules that import them from here.
 FORMATS = inputs.FORMATS
@@ -773,6 +778,7 @@ def _plan_links(plan, need_addresses=True, topology="direct"):
     settings = {key: top.get("netplan_qsfp_" + key) for key in (
         "plan", "preset", "interfaces", "mtu", "source_routing", "routing_table_base", "allow_disruptive", "file",
         "subnets")}
+    settings["topology"] = topology
     if None in (settings["plan"], settings["preset"], settings["routing_table_base"], settings["file"]):
         return {}
     per_node, link_errors = net.plan_links(
@@ -805,6 +811,19 @@ def _plan_links(plan, need_addresses=True, topology="direct"):
                                "peer_address": link["peer_address"], "mtu": settings["mtu"]}
                               for link in pairs.get(host, [])]
     return out
+
+
+def _sysctl_part(plan, host, ifaces):
+    """The ARP settings of a switch node's QSFP netdevs: the file that keeps them across reboots, and whether the
+    node has the file and the values already (spark_facts read both)."""
+    settings = {"net.ipv4.conf.%s.%s" % (iface, name): value for iface in ifaces for name, value in SWITCH_ARP}
+    content = "\n".join(["# Managed by dgx_spark.specdec (netplan_qsfp): each QSFP netdev of this Spark answers and "
+                         "announces", "# only its own address (both are on one switch)."]
+                        + ["%s=%s" % item for item in sorted(settings.items())]) + "\n"
+    have = plan.facts[host].get("sysctl") or {}
+    live = have.get("values") or {}
+    return {"file": SYSCTL_FILE, "content": content, "settings": settings,
+            "up_to_date": have.get("file") == sha256(content) and all(live.get(k) == v for k, v in settings.items())}
 
 
 def _toward(links, peer):
@@ -860,6 +879,7 @@ def _node_link(plan, host, planned, settings, need_addresses, links):
         r.fail("openmpi_hostfile_address", hostfile_address,
                "one of this node's QSFP addresses (%s): mpirun hangs when the hostfile IPs differ from the interface "
                "IPs" % ", ".join(addresses))
+    sysctl = _sysctl_part(plan, host, planned["up"]) if settings.get("topology") == "switch" else None
     installed = (plan.facts[host].get("netplan") or {}).get(settings["file"]) or {}
     up_to_date = (installed.get("sha256") == sha256(planned["content"])
                   and (installed.get("mode"), installed.get("owner"), installed.get("group")) == ("0600", "root", "root"))
@@ -876,6 +896,7 @@ def _node_link(plan, host, planned, settings, need_addresses, links):
         "entries": [{"iface": e["iface"], "cidr": e["cidr"]} for e in planned["entries"]],
         "addresses": addresses,
         "missing": planned["missing"],
+        "sysctl": sysctl,
         "node": {"qsfp_interfaces": ifaces, "qsfp_addresses": addresses, "hostfile_address": hostfile_address,
                  "links": links},
     }
@@ -1176,7 +1197,8 @@ def _changes(plan, s, plans):
         container = part["container"]
         checks = [
             ("docker group", _docker_group_current(plan, host)),
-            ("netplan", part["netplan"] is None or (part["netplan"]["up_to_date"] and not part["netplan"]["missing"])),
+            ("netplan", part["netplan"] is None or (part["netplan"]["up_to_date"] and not part["netplan"]["missing"]
+                                                    and (part["netplan"]["sysctl"] or {"up_to_date": True})["up_to_date"])),
             ("firewall", not container["firewall"]["changes"]["apply"]),
             ("container", container["current"]),
             ("directories", all(have.dir(d["path"], d["owner"], d["mode"]) for d in container["dirs"])),

@@ -308,6 +308,14 @@ ansible_facts:
           type: list
           elements: str
           sample: ["-N DGX-SPECDEC", "-A INPUT -p tcp -m multiport --dports 8000 -m comment --comment \"dgx-spark.specdec\" -j DGX-SPECDEC"]
+        sysctl:
+          description:
+            - The digest of C(/etc/sysctl.d/60-dgx-spark-qsfp.conf) (null when absent) and the live C(arp_ignore)
+              and C(arp_announce) of each QSFP netdev.
+          returned: success
+          type: dict
+          sample: {"file": null, "values": {"net.ipv4.conf.enp1s0f1np1.arp_ignore": "0"}}
+          version_added: 0.8.0
         models:
           description:
             - The checkpoints in the Hugging Face caches of the login user (C(~/.cache/huggingface)) and of the
@@ -359,6 +367,9 @@ FIREWALL_COMMENT = "dgx-spark.specdec"
 
 CONFIG_MOUNT = "/etc/dgx-spark"
 HF_MOUNT = "/root/.cache/huggingface"
+# The QSFP netdevs' ARP settings on a switch (written by the netplan_qsfp role), and where the kernel shows them.
+SYSCTL_FILE = "/etc/sysctl.d/60-dgx-spark-qsfp.conf"
+PROC_SYS_IPV4_CONF = "/proc/sys/net/ipv4/conf"
 MODELS_MOUNT = "/models"
 TOKEN_FILE = "hf_token"
 PRIVATE_KEYS = ("ssh_host_ed25519_key", "id_ed25519")
@@ -689,10 +700,27 @@ class SparkFacts:
         spark["hf_login_token"] = os.path.exists(os.path.join(spark["home"], ".cache", "huggingface", "token"))
         spark["paths"] = self.paths()
         spark["netplan"] = self.netplan()
+        spark["sysctl"] = self.sysctl(self.module.params["interfaces"])
         caches = [os.path.join(spark["home"], ".cache", "huggingface")]
         caches += [c["mounts"][HF_MOUNT] for c in spark["containers"].values() if (c.get("mounts") or {}).get(HF_MOUNT)]
         spark["models"] = self.models(caches)
         return spark
+
+    @staticmethod
+    def sysctl(interfaces):
+        """The collection's sysctl file (its digest) and the live ARP settings of the QSFP netdevs."""
+        found = {"file": None, "values": {}}
+        try:
+            with open(SYSCTL_FILE, "rb") as handle:
+                found["file"] = hashlib.sha256(handle.read()).hexdigest()
+        except OSError:
+            pass
+        for iface in interfaces:
+            for name in ("arp_ignore", "arp_announce"):
+                value = _read_text(os.path.join(PROC_SYS_IPV4_CONF, iface, name))
+                if value:
+                    found["values"]["net.ipv4.conf.%s.%s" % (iface, name)] = value.strip()
+        return found
 
     @staticmethod
     def models(caches):

@@ -181,3 +181,34 @@ def test_nodes_with_different_builds_of_the_image_are_refused():
 def test_the_release_decides_before_the_image_is_pulled():
     from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_options as trt
     assert [trt.openmpi_major(v) for v in ("1.2.0rc6", "1.3.0rc26", "1.3.0rc27", "1.3.0", "1.4.0rc1")] == [4, 4, 5, 5, 5]
+
+
+# -- ARP on a switch -----------------------------------------------------------------------------------------
+
+
+def test_a_switch_node_answers_arp_on_its_own_netdev_only():
+    plans = plan(4)
+    sysctl = plans["sw-b"]["netplan"]["sysctl"]
+    assert sysctl["file"] == "/etc/sysctl.d/60-dgx-spark-qsfp.conf"
+    assert sysctl["settings"] == {"net.ipv4.conf.enp1s0f1np1.arp_ignore": "1",
+                                  "net.ipv4.conf.enp1s0f1np1.arp_announce": "2",
+                                  "net.ipv4.conf.enP2p1s0f1np1.arp_ignore": "1",
+                                  "net.ipv4.conf.enP2p1s0f1np1.arp_announce": "2"}
+    assert "net.ipv4.conf.enP2p1s0f1np1.arp_announce=2\n" in sysctl["content"]
+    assert sysctl["up_to_date"] is False and "netplan" in plans["sw-b"]["changes"]
+
+
+def test_the_arp_settings_in_place_change_nothing():
+    first = plan(4)["sw-a"]["netplan"]["sysctl"]
+    have = {"sysctl": {"file": p.sha256(first["content"]), "values": dict(first["settings"])}}
+    again = plan(4, facts={"sw-a": have})["sw-a"]["netplan"]["sysctl"]
+    assert again["up_to_date"] is True
+    have["sysctl"]["values"]["net.ipv4.conf.enp1s0f1np1.arp_ignore"] = "0"  # reset since: set again
+    assert plan(4, facts={"sw-a": have})["sw-a"]["netplan"]["sysctl"]["up_to_date"] is False
+
+
+def test_a_ring_and_a_pair_need_no_arp_settings():
+    ring = plan(3, topology="ring", name="ring", prof="two_spark_eagle3",
+                variables={"specdec_serve_tp_size": 3, "specdec_serve_attention_heads": 96,
+                           "specdec_serve_kv_heads": 3})
+    assert ring["ring-a"]["netplan"]["sysctl"] is None

@@ -236,6 +236,7 @@ def test_full_fact(capsys, node):
         "firewall": [],
         "hf_login_token": False,
         "models": {},
+        "sysctl": {"file": None, "values": {}},
     }
 
 
@@ -317,6 +318,21 @@ def test_the_heads_of_the_checkpoints_in_the_containers_cache(capsys, node):
     assert models == {"nvidia/DeepSeek-R1-FP4": {"num_attention_heads": 128, "num_key_value_heads": 128,
                                                  "model_type": "deepseek_v3"},
                       "org/vlm": {"num_attention_heads": 32, "num_key_value_heads": 8, "model_type": "llava"}}
+
+
+def test_the_qsfp_arp_settings_and_their_file(capsys, node, monkeypatch):
+    conf = node.tmp / "conf"
+    (conf / "enp1s0f1np1").mkdir(parents=True)
+    (conf / "enp1s0f1np1" / "arp_ignore").write_text("1\n")
+    (conf / "enp1s0f1np1" / "arp_announce").write_text("2\n")
+    sysctl_file = node.tmp / "60-dgx-spark-qsfp.conf"
+    sysctl_file.write_text("net.ipv4.conf.enp1s0f1np1.arp_ignore=1\n")
+    monkeypatch.setattr(spark_facts, "PROC_SYS_IPV4_CONF", str(conf))
+    monkeypatch.setattr(spark_facts, "SYSCTL_FILE", str(sysctl_file))
+    found = gather(capsys)["sysctl"]
+    assert found == {"file": hashlib.sha256(b"net.ipv4.conf.enp1s0f1np1.arp_ignore=1\n").hexdigest(),
+                     "values": {"net.ipv4.conf.enp1s0f1np1.arp_ignore": "1",
+                                "net.ipv4.conf.enp1s0f1np1.arp_announce": "2"}}
 
 
 def test_netplan_files_with_checksum_and_mode(capsys, node):
