@@ -13,7 +13,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: demo test bench venv docker ee fleet-demo unit lab-test lint sanity molecule lab-up lab-down clean docs
+.PHONY: demo test bench venv docker ee fleet-demo unit lab-test lint sanity molecule molecule-fabrics lab-up lab-down clean docs
 
 demo: venv docker
 	scripts/demo.sh
@@ -64,6 +64,9 @@ sanity: venv
 
 molecule: venv docker
 	molecule test --all
+
+molecule-fabrics: venv docker
+	STAGES=molecule-fabrics scripts/test.sh
 
 lab-up: venv docker
 	molecule/resources/lab/lab up

@@ -85,11 +85,12 @@ def wait_for_endpoint(host, url, timeout=180):
     raise AssertionError("%s did not answer within %d s" % (url, timeout))
 
 
-def run_playbook(playbook, *extra):
-    """Run a playbook of the project against the lab inventory, as a user would; return (rc, output)."""
+def run_playbook(playbook, *extra, inventory="lab"):
+    """Run a playbook of the project against a lab inventory (inventories/INVENTORY), as a user would; return
+    (rc, output)."""
     project = os.environ["MOLECULE_PROJECT_DIRECTORY"]
     run = subprocess.run(
-        ["ansible-playbook", "-i", os.path.join(project, "inventories", "lab"),
+        ["ansible-playbook", "-i", os.path.join(project, "inventories", inventory),
          os.path.join(project, "playbooks", playbook)] + list(extra),
         cwd=project, capture_output=True, text=True, timeout=900, check=False)
     return run.returncode, run.stdout + run.stderr

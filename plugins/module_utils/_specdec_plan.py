@@ -945,7 +945,7 @@ def _environment(plan, s, node):
         "UCX_NET_DEVICES": ifaces,
         "NCCL_SOCKET_IFNAME": ifaces,
         "OMPI_MCA_btl_tcp_if_include": ifaces,
-        names["oob_if"]: ifaces,
+        names["oob_if"]: ",".join(_oob_interfaces(plan, s, node)) or ifaces,
         names["hostfile"]: "/etc/openmpi-hostfile",
         names["ssh_args"]: "-F %s/ssh/config" % CONFIG_MOUNT,
         "OMPI_ALLOW_RUN_AS_ROOT": "1",
@@ -968,6 +968,25 @@ def _environment(plan, s, node):
                              "(%s); NCCL may use one half of the port. Set trtllm_container_nccl_ib_hca"
                              % (node["host"], ", ".join(node["qsfp_interfaces"]) or "none"))
     return env
+
+
+def _oob_interfaces(plan, s, node):
+    """The netdevs of Open MPI 5's runtime (PRRTE) on this node: only those that join it to the head (a worker's
+    link to the head, the head's links to the workers, the first netdev of each). PRRTE 3.0 given both netdevs of a
+    cable (two subnets on one switch) loses its daemons ("A daemon failed to report back", or mpirun crashes); one
+    netdev per peer works (tried with Open MPI 5.0.11 in the lab). Open MPI 4 keeps every QSFP netdev."""
+    if s.openmpi < 5:
+        return []
+    head = plan.head
+    peers = plan.nodes[1:] if node["host"] == head else [head]
+    out = []
+    for peer in peers:
+        for link in node["links"]:
+            if link["peer"] == peer:
+                if link["iface"] not in out:
+                    out.append(link["iface"])
+                break
+    return out
 
 
 def _command(plan, s, node):

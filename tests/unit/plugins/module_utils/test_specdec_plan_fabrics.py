@@ -164,6 +164,9 @@ def test_an_image_with_open_mpi_5_gets_prrte_names():
     env = plans["sw-b"]["container"]["docker"]["env"]
     assert env["PRTE_MCA_prte_default_hostfile"] == "/etc/openmpi-hostfile"
     assert env["PRTE_MCA_plm_ssh_args"] == "-F /etc/dgx-spark/ssh/config"
+    # PRRTE's runtime on one netdev per peer (both netdevs of a cable lose its daemons), the MPI traffic on both.
+    assert env["PRTE_MCA_oob_tcp_if_include"] == "enp1s0f1np1"
+    assert env["OMPI_MCA_btl_tcp_if_include"] == "enp1s0f1np1,enP2p1s0f1np1"
     assert not [name for name in env if name.startswith("OMPI_MCA_") and name != "OMPI_MCA_btl_tcp_if_include"]
     argv = plans["sw-a"]["serve"]["argv"]
     assert argv[:5] == ["mpirun", "-np", "4", "--map-by", "ppr:1:node"]
