@@ -1,6 +1,7 @@
 """Verify three simulated Sparks cabled in a ring: NVIDIA's three-Spark addresses, every cable at MTU 9000, and
 serving a model that three Sparks cannot split refused before any change (testinfra, ring1-a..c)."""
 
+import json
 import os
 import sys
 
@@ -52,3 +53,36 @@ def test_serving_deepseek_on_three_sparks_is_refused_before_any_change(host, nod
     assert vh.changed_total(output) == 0
     for name in NODES:
         assert vh.docker("inspect", vh.serving_container(name), check=False).returncode != 0
+
+
+def _fabric_check(tmp):
+    report = os.path.join(tmp, "fabric.json")
+    rc, output = vh.run_playbook("fabric_check.yml", "-e", "fabric_check_report=" + report, inventory="lab_ring")
+    with open(report, encoding="utf-8") as handle:
+        return rc, output, json.load(handle)
+
+
+def test_fabric_check_reads_every_cable_and_changes_nothing(host, node, tmp_path):
+    if node != NODES[0]:
+        pytest.skip("one check for the ring")
+    rc, output, report = _fabric_check(str(tmp_path))
+    assert rc == 0 and report["ok"] is True and report["faults"] == [], output[-3000:]
+    assert vh.changed_total(output) == 0
+    for name in NODES:
+        links = report["nodes"][name]["links"]
+        assert len(links) == 4 and all(link["ping"]["ok"] for link in links), links
+        assert {link["peer"] for link in links} == set(NODES) - {name}
+
+
+def test_fabric_check_names_a_cable_that_is_down(host, node, tmp_path):
+    if node != NODES[1]:
+        pytest.skip("the cable is pulled on ring1-b")
+    host.run("sudo ip link set enP2p1s0f0np0 down")
+    try:
+        rc, output, report = _fabric_check(str(tmp_path))
+        assert rc != 0 and report["ok"] is False
+        down = [f for f in report["faults"] if f["node"] == "ring1-b" and f["iface"] == "enP2p1s0f0np0"]
+        assert down and down[0]["peer"] == "ring1-c", report["faults"]
+    finally:
+        host.run("sudo ip link set enP2p1s0f0np0 up")
+        host.run("sudo /usr/local/sbin/lab-networkd-apply")

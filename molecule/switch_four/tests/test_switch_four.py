@@ -1,6 +1,7 @@
 """Verify four simulated Sparks through a switch serving DeepSeek-R1 with MTP at TP=4 (testinfra, switch1-a..d)."""
 
 import itertools
+import json
 import os
 import sys
 
@@ -67,7 +68,7 @@ def test_mpirun_places_one_rank_on_each_spark(host, node):
 
 
 def test_every_spark_runs_its_rank(host, node):
-    top = vh.docker("top", vh.serving_container(node), "-eo", "args").stdout
+    top = vh.docker("top", vh.serving_container(node), "-eo", "pid,args").stdout
     assert "trtllm-llmapi-launch" in top or "trtllm-serve" in top, top
     if node == NODES[0]:
         cmd = vh.inspect(host, node)["Config"]["Cmd"]
@@ -106,3 +107,18 @@ def test_a_restart_of_every_container_brings_the_endpoint_back_then_a_run_change
     rc, output = vh.run_playbook("four_spark_mtp.yml", inventory="lab_switch")
     assert rc == 0, output[-3000:]
     assert vh.changed_total(output) == 0, output[-3000:]
+
+
+def test_fabric_check_reports_every_pair_on_both_netdevs(host, node, tmp_path):
+    if node != NODES[0]:
+        pytest.skip("one check for the switch")
+    report_path = str(tmp_path / "fabric.json")
+    rc, output = vh.run_playbook("fabric_check.yml", "-e", "fabric_check_report=" + report_path,
+                                 inventory="lab_switch")
+    with open(report_path, encoding="utf-8") as handle:
+        report = json.load(handle)
+    assert rc == 0 and report["ok"] is True, output[-3000:]
+    assert vh.changed_total(output) == 0
+    for name in NODES:
+        links = report["nodes"][name]["links"]
+        assert len(links) == 6 and all(link["ping"]["ok"] for link in links), links
