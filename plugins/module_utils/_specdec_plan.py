@@ -437,9 +437,9 @@ def _check_topology(plan, s):
     if weights and tp * pp == count and weights / count > SPARK_MEMORY_GIB:
         need = int(-(-weights // SPARK_MEMORY_GIB))
         plan.fail("specdec_serve_weights_gib on %s: the weights of %s (%.0f GiB) do not fit in the %.0f GiB of "
-                  "unified memory of %d Sparks (%.0f GiB each): the cluster needs at least %d%s"
+                  "unified memory of %d Sparks (%.0f GiB each): the cluster needs at least %d Sparks%s"
                   % (plan.where, s.model, weights, SPARK_MEMORY_GIB * count, count,
-                     SPARK_MEMORY_GIB, need, (" (%s)" % _or(fits)) if fits else ""))
+                     SPARK_MEMORY_GIB, need, (" (%s work with its heads)" % _or(fits)) if fits else ""))
     ep = s.flags.get("ep_size")
     # The experts are judged against a tensor-parallel size that is itself right (one mistake, one message).
     if ep and (ep > tp or tp % ep) and len(plan.errors) == before:
@@ -464,7 +464,7 @@ def _model_heads(plan, s):
                                  "%s/%s (attention/key-value heads); the config.json wins"
                                  % (plan.where, declared[0], declared[1], s.model, plan.head, found[0], found[1]))
         return found[0], found[1] if isinstance(found[1], int) else None, "its config.json on %s" % plan.head
-    return declared[0], declared[1], "specdec_serve_attention_heads / specdec_serve_kv_heads"
+    return declared[0], declared[1], "specdec_serve_attention_heads, until its config.json is downloaded"
 
 
 def _weights_gib(plan):

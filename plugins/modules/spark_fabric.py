@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: spark_fabric
 short_description: Read-only check of the QSFP fabric of DGX Sparks - state, speed, MTU, addresses, HCA, RoCE v2 GID, ping
-version_added: 0.7.0
+version_added: 0.8.0
 author:
   - DGX Spark speculative-decoding collection maintainers (@dgx-spark)
 description:

@@ -66,7 +66,7 @@ def test_the_four_spark_profile_on_a_pair_is_refused_with_what_works():
     problems = errors(2, topology="direct")
     assert problems == [
         "specdec_serve_weights_gib on sw-a (cluster sw): the weights of nvidia/DeepSeek-R1-FP4 (395 GiB) do not fit "
-        "in the 238 GiB of unified memory of 2 Sparks (119 GiB each): the cluster needs at least 4 (4 or 8)"]
+        "in the 238 GiB of unified memory of 2 Sparks (119 GiB each): the cluster needs at least 4 Sparks (4 or 8 work with its heads)"]
 
 
 def test_tp_times_pp_must_be_the_node_count():
@@ -117,10 +117,11 @@ def test_three_sparks_in_a_ring_cannot_split_deepseek():
     problems = errors(3, topology="ring", name="ring")
     assert problems == [
         "specdec_serve_tp_size on ring-a (cluster ring): 3 does not divide the 128 attention heads of "
-        "nvidia/DeepSeek-R1-FP4 (specdec_serve_attention_heads / specdec_serve_kv_heads): TensorRT-LLM splits the "
-        "heads evenly over the tensor-parallel ranks; with speculative decoding (pp 1) the cluster needs 4 or 8 nodes",
+        "nvidia/DeepSeek-R1-FP4 (specdec_serve_attention_heads, until its config.json is downloaded): TensorRT-LLM "
+        "splits the heads evenly over the tensor-parallel ranks; with speculative decoding (pp 1) the cluster needs 4 or 8 "
+        "nodes",
         "specdec_serve_weights_gib on ring-a (cluster ring): the weights of nvidia/DeepSeek-R1-FP4 (395 GiB) do not "
-        "fit in the 357 GiB of unified memory of 3 Sparks (119 GiB each): the cluster needs at least 4 (4 or 8)"]
+        "fit in the 357 GiB of unified memory of 3 Sparks (119 GiB each): the cluster needs at least 4 Sparks (4 or 8 work with its heads)"]
 
 
 def test_a_ring_that_splits_serves_over_each_cable():
