@@ -758,7 +758,7 @@ def plan_links(nodes, plan="addresses", preset="seed", interfaces=QSFP_INTERFACE
     blocking = _size_errors(topology, cluster, names) if nodes_ok else []
     if plan == "dhcp" and topology != "switch":
         blocking.append("netplan_qsfp_plan of cluster %s: 'dhcp' needs a DHCP server on the fabric, which only a "
-                      "switch has (specdec_topology is %s; accepted: addresses or link_local)" % (cluster, topology))
+                        "switch has (specdec_topology is %s; accepted: addresses or link_local)" % (cluster, topology))
     preset_used = topology == "direct" and any(isinstance(n, dict) and not n.get("addresses") for n in raw)
     settings, fatal = _settings_errors([n for n in names if isinstance(n, str)], plan, preset, preset_used,
                                        interfaces, mtu, table_base)

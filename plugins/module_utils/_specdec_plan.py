@@ -424,11 +424,13 @@ def _check_topology(plan, s):
                  "NotImplementedError at start), so %s splits the model by tensor parallelism only, tp_size %d"
                  % (s.method, where, count))
     if heads and heads % tp:
+        if fits and s.speculative:
+            works = "with speculative decoding (pp 1) the cluster needs %s nodes" % _or(fits)
+        else:
+            works = "accepted: a tp_size that divides %d" % heads
         plan.fail("specdec_serve_tp_size on %s: %d does not divide the %d attention heads of %s (%s): TensorRT-LLM "
                   "splits the heads evenly over the tensor-parallel ranks; %s"
-                  % (plan.where, tp, heads, s.model, source, ("with speculative decoding (pp 1) the cluster needs %s "
-                                                               "nodes" % _or(fits)) if fits and s.speculative
-                     else "accepted: a tp_size that divides %d" % heads))
+                  % (plan.where, tp, heads, s.model, source, works))
     elif kv_heads and kv_heads % tp and tp % kv_heads:
         plan.fail("specdec_serve_tp_size on %s: %d neither divides the %d key-value heads of %s (%s) nor is a multiple "
                   "of them (TensorRT-LLM replicates key-value heads only when there are fewer than ranks)%s"
@@ -496,10 +498,10 @@ def _openmpi(plan, s):
         if major:
             found.setdefault(major, []).append(host)
     if len(found) > 1:
+        majors = " and ".join(str(m) for m in sorted(found))
+        where = "; ".join("%d on %s" % (m, ", ".join(h)) for m, h in sorted(found.items()))
         plan.fail("trtllm_container_image of %s: %s carries Open MPI %s on the nodes (%s): the nodes hold different "
-                  "builds of it; pull it again on each node" % (plan.where, s.image, " and ".join(
-                      str(m) for m in sorted(found)), "; ".join("%d on %s" % (m, ", ".join(h))
-                                                                  for m, h in sorted(found.items()))))
+                  "builds of it; pull it again on each node" % (plan.where, s.image, majors, where))
     if found:
         return sorted(found)[0]
     return trt.openmpi_major(s.version) if s.version else 4
@@ -509,11 +511,11 @@ def _image_openmpi(image):
     env = image.get("env") or {}
     label = str((image.get("labels") or {}).get(OPENMPI_LABEL) or "")
     if label[:1].isdigit():
-        return int(label.split(".")[0])
+        return int(label.split(".", maxsplit=1)[0])
     if env.get("PRTE_PREFIX"):
         return 5
     if env.get("OMPI_VERSION") or env.get("OPENMPI_VERSION"):
-        return int(str(env.get("OMPI_VERSION") or env.get("OPENMPI_VERSION")).split(".")[0])
+        return int(str(env.get("OMPI_VERSION") or env.get("OPENMPI_VERSION")).split(".", maxsplit=1)[0])
     return None
 
 

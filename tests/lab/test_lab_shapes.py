@@ -66,7 +66,8 @@ def node_ids():
 
 def test_placeholder_checkpoints_have_the_models_head_counts():
     """hf download's config.json: the heads of the repositories the profiles serve, 32/8 for any other."""
-    from trtllm_standin import hfcache  # pylint: disable=import-outside-toplevel  (lab_helpers puts it on the path)
+    # lab_helpers puts the stand-in on the path.
+    from trtllm_standin import hfcache  # pylint: disable=import-outside-toplevel
 
     def config(repo):
         return json.loads(hfcache.placeholder_files(repo)["config.json"])
@@ -123,7 +124,7 @@ def test_nodes_shape_file_and_idempotence(shapes_lab):
     assert sorted(names) == sorted(PREFIX + n for n in NODES)
     for node in SWITCH + RING:
         assert dexec(PREFIX + node, "hostname").stdout.strip() == node
-        cluster = node.split("-")[0]
+        cluster = node.split("-", maxsplit=1)[0]
         assert sh(["docker", "inspect", "-f", '{{ index .Config.Labels "spark-lab.cluster" }}',
                    PREFIX + node]).stdout.strip() == cluster
     with open(os.path.join(shapes_lab["root"], "lab-" + PREFIX, "shape"), encoding="utf-8") as handle:
@@ -162,8 +163,8 @@ def test_switch_is_a_bridge_in_its_own_namespace(shapes_lab):
     bridge = json.loads(bridge)[0]
     assert bridge["mtu"] == 9216 and bridge["operstate"] == "UP"
     assert bridge["linkinfo"]["info_data"]["stp_state"] == 0
-    ports = {link["ifname"]: link for link in json.loads(sh(["ip", "-n", NETNS, "-j", "link", "show", "master",
-                                                              "br0"]).stdout)}
+    listed = sh(["ip", "-n", NETNS, "-j", "link", "show", "master", "br0"]).stdout
+    ports = {link["ifname"]: link for link in json.loads(listed)}
     assert sorted(ports) == sorted("%s-%s" % (n[-1], p) for n in SWITCH for p in UP_PORTS)
     for node in SWITCH:
         rank = NODES.index(node)

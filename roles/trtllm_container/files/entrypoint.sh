@@ -132,7 +132,10 @@ missing() {
   local item path want
   for item in "${expects[@]}"; do
     path=${item%=*} want=${item##*=}
-    [ -f "$path" ] && [ "$(sha256sum "$path" | cut -d' ' -f1)" = "$want" ] || { echo "$path (planned content)"; return; }
+    if [ ! -f "$path" ] || [ "$(sha256sum "$path" | cut -d' ' -f1)" != "$want" ]; then
+      echo "$path (planned content)"
+      return
+    fi
   done
   for path in "${exists[@]}"; do
     [ -e "$path" ] || { echo "$path"; return; }
@@ -154,7 +157,7 @@ log "starting: $*"
 [ -n "$daemon" ] || exec "$@"
 
 # The launcher returns once its server runs in the background: watch the server by name.
-# shellcheck disable=SC2329  # invoked by the trap below
+# shellcheck disable=SC2317,SC2329  # invoked by the trap below
 stop_daemon() {
   log "stopping $daemon"
   pkill -TERM -x "$daemon" || true

@@ -107,10 +107,12 @@ def test_two_spark_plan_follows_the_seed():
     assert options["speculative_config"] == {"decoding_type": "Eagle", "max_draft_len": 3,
                                              "speculative_model_dir": "/models/Qwen3-235B-A22B-Eagle3/"}
     assert head["serve"]["argv"] == [
-        "mpirun", "-np", "2", "--mca", "oob_tcp_static_ipv4_ports", "50100", "--mca", "oob_tcp_static_ipv6_ports", "50100",
+        "mpirun", "-np", "2",
+        "--mca", "oob_tcp_static_ipv4_ports", "50100", "--mca", "oob_tcp_static_ipv6_ports", "50100",
         "--mca", "btl_tcp_port_min_v4", "50101", "--mca", "btl_tcp_port_range_v4", "32",
         "--mca", "btl_tcp_disable_family", "6", "-x", "CPATH", "-x", "TRITON_PTXAS_PATH", "-x", "HF_HOME", "-x", "HF_TOKEN_PATH",
-        "/bin/bash", "/etc/dgx-spark/entrypoint.sh", "--rank", "--", "trtllm-llmapi-launch", "trtllm-serve", "nvidia/Qwen3-235B-A22B-FP4", "--backend", "pytorch",
+        "/bin/bash", "/etc/dgx-spark/entrypoint.sh", "--rank", "--",
+        "trtllm-llmapi-launch", "trtllm-serve", "nvidia/Qwen3-235B-A22B-FP4", "--backend", "pytorch",
         "--tp_size", "2", "--max_num_tokens", "1024",
         "--extra_llm_api_options", "/etc/dgx-spark/extra-llm-api-config.yml", "--host", "0.0.0.0", "--port", "8355"]
     assert worker["serve"]["argv"] is None and worker["serve"]["endpoint"] is None
@@ -250,7 +252,8 @@ def test_low_latency_publishes_its_port_on_a_bridge():
     ({"specdec_serve_max_draft_len": "three"}, 'specdec_serve_max_draft_len on spark-a (cluster sparks): "three" is not an integer from 1 to 64'),
     ({"specdec_serve_port": 70000}, "specdec_serve_port on spark-a (cluster sparks): 70000 is not an integer from 1 to 65535"),
     ({"specdec_serve_host": "0.0.0.0 --x"}, 'specdec_serve_host on spark-a (cluster sparks): "0.0.0.0 --x" is not an IP address or a host name'),
-    ({"specdec_serve_tp_size": 4}, "specdec_serve_tp_size on spark-a (cluster sparks): 4 is not tp_size x pp_size (4 x 1) = the number of nodes of cluster sparks (2 nodes: spark-a, spark-b): mpirun starts one rank per node and trtllm-serve's world size is tp x pp"),
+    ({"specdec_serve_tp_size": 4}, "specdec_serve_tp_size on spark-a (cluster sparks): 4 is not tp_size x pp_size (4 x 1) = the number of nodes of "
+     "cluster sparks (2 nodes: spark-a, spark-b): mpirun starts one rank per node and trtllm-serve's world size is tp x pp"),
     ({"specdec_serve_trtllm_version": "1.9.0"}, 'specdec_serve_trtllm_version on spark-a (cluster sparks): "1.9.0" is not a TensorRT-LLM release'),
     ({"specdec_serve_method": "medusa"}, 'specdec_serve_method on spark-a (cluster sparks): "medusa" is not one of eagle3'),
     ({"specdec_serve_extra_args": ["--port\n8000"]}, 'specdec_serve_extra_args item on spark-a (cluster sparks): "--port\\n8000"'),
