@@ -57,52 +57,20 @@ def _is_int(value):
 
 
 def validate(links, mtu=None, interfaces=net.QSFP_INTERFACES, count=2, timeout=2):
-    """The node-side options -> list of errors (empty when all is well).
-
-    Unlike ``spark_link``, a netdev may have several links (a switch: every other node on that netdev; a ring:
-    both neighbours); each (netdev, peer address) pair may be listed once."""
-    errors = []
-    if not _is_int(count) or count < 1:
-        errors.append("count: %r; accepted: a whole number of pings per link, 1 or more" % (count,))
-    if not _is_int(timeout) or timeout < 1:
-        errors.append("timeout: %r; accepted: a whole number of seconds ping waits for each reply, 1 or more"
-                      % (timeout,))
+    """The node-side options -> list of errors (empty when all is well): ``spark_link``'s rules for the links (a
+    netdev may have several: every other node of a switch, both neighbours of a ring), and the planned MTU, the
+    netdevs and each link's own address."""
+    errors = link.validate(links, count, timeout)
     if mtu is not None and (not _is_int(mtu) or not link.MTU_MIN <= mtu <= link.MTU_MAX):
         errors.append("mtu: %r is out of range; accepted: %s" % (mtu, link.MTU_ACCEPTED))
     for index, name in enumerate(interfaces or []):
         if not link.is_ifname(name):
             errors.append("interfaces[%d]: %r; accepted: %s" % (index, name, link.IFNAME_ACCEPTED))
-    seen = {}
     for index, spec in enumerate(links or []):
-        field = "links[%d]" % index
-        if not isinstance(spec, dict):
-            errors.append("%s: %r; accepted: a dict with iface, peer, peer_address and optionally address and mtu"
-                          % (field, spec))
-            continue
-        iface, peer_address = spec.get("iface"), spec.get("peer_address")
-        if not link.is_ifname(iface):
-            errors.append("%s.iface: %r is not a netdev name; accepted: %s" % (field, iface, link.IFNAME_ACCEPTED))
-        peer = spec.get("peer")
-        if not isinstance(peer, str) or not peer.strip():
-            errors.append("%s.peer: %r; accepted: the inventory name of the node at the other end of the link"
-                          % (field, peer))
-        if not link.is_ipv4(peer_address):
-            errors.append("%s.peer_address: %r is not an IPv4 address; accepted: %s"
-                          % (field, peer_address, link.IPV4_ACCEPTED))
-        elif (iface, peer_address) in seen:
-            errors.append("%s: %s to %s is already checked by links[%d]; accepted: each netdev and peer address once"
-                          % (field, iface, peer_address, seen[(iface, peer_address)]))
-        else:
-            seen[(iface, peer_address)] = index
-        address = spec.get("address")
+        address = spec.get("address") if isinstance(spec, dict) else None
         if address and not link.is_ipv4(address):
-            errors.append("%s.address: %r is not an IPv4 address; accepted: %s" % (field, address, link.IPV4_ACCEPTED))
-        elif address and address == peer_address:
-            errors.append("%s.peer_address: %s is this end's own address (%s.address); accepted: the address of the "
-                          "other end on this link" % (field, peer_address, field))
-        value = spec.get("mtu")
-        if value is not None and (not _is_int(value) or not link.MTU_MIN <= value <= link.MTU_MAX):
-            errors.append("%s.mtu: %r is out of range; accepted: %s" % (field, value, link.MTU_ACCEPTED))
+            errors.append("links[%d].address: %r is not an IPv4 address; accepted: %s"
+                          % (index, address, link.IPV4_ACCEPTED))
     return errors
 
 

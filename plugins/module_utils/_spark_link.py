@@ -17,6 +17,7 @@ functions, standard library only (``re``), so that they can be unit-tested witho
 
 from __future__ import annotations
 
+import os
 import re
 
 # The planned MTU must lie within these bounds (the same as the netplan_qsfp plan, _spark_net).
@@ -199,6 +200,21 @@ def quote_ping(out, err="", limit=QUOTE_MAX):
 # ---------------------------------------------------------------------------
 # Cause texts
 # ---------------------------------------------------------------------------
+
+def read_netdev(iface, sys_class_net="/sys/class/net"):
+    """-> {exists, operstate, mtu, speed_mbps} of one netdev, from /sys/class/net (speed without carrier: None)."""
+    def read(name):
+        try:
+            with open(os.path.join(sys_class_net, iface, name), "r", encoding="utf-8") as handle:
+                return handle.read()
+        except (OSError, ValueError):
+            return None
+
+    if not os.path.exists(os.path.join(sys_class_net, iface)):
+        return {"exists": False, "operstate": None, "mtu": None, "speed_mbps": None}
+    return {"exists": True, "operstate": parse_operstate(read("operstate")), "mtu": parse_mtu(read("mtu")),
+            "speed_mbps": parse_speed(read("speed"))}
+
 
 def cause_missing(iface, node, sys_class_net="/sys/class/net"):
     return "%s does not exist on %s (no %s/%s): is the netplan file applied and the netdev named right?" % (

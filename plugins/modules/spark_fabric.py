@@ -341,7 +341,6 @@ bandwidth_pairs:
 """
 
 import datetime
-import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
@@ -357,24 +356,9 @@ SYS_CLASS_INFINIBAND = "/sys/class/infiniband"
 SBIN = ["/usr/sbin", "/sbin"]
 
 
-def _read(iface, name):
-    try:
-        with open(os.path.join(SYS_CLASS_NET, iface, name), "r", encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, ValueError):
-        return None
-
-
 def _netdev(iface):
-    """-> {exists, operstate, mtu, speed_mbps} of one netdev, from /sys/class/net (as spark_link reads it)."""
-    if not os.path.exists(os.path.join(SYS_CLASS_NET, iface)):
-        return {"exists": False, "operstate": None, "mtu": None, "speed_mbps": None}
-    return {
-        "exists": True,
-        "operstate": link.parse_operstate(_read(iface, "operstate")),
-        "mtu": link.parse_mtu(_read(iface, "mtu")),
-        "speed_mbps": link.parse_speed(_read(iface, "speed")),
-    }
+    """-> {exists, operstate, mtu, speed_mbps} of one netdev, from /sys/class/net."""
+    return link.read_netdev(iface, SYS_CLASS_NET)
 
 
 class NodeCheck:

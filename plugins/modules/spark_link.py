@@ -257,7 +257,6 @@ summary:
     - "enP2p1s0f1np1 -> spark-b 192.168.200.15: MTU 9000, speed not shown, DF ping 8972 bytes 0/2"
 """
 
-import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
@@ -268,25 +267,9 @@ from ansible_collections.dgx_spark.specdec.plugins.module_utils import _spark_li
 SYS_CLASS_NET = "/sys/class/net"
 
 
-def _read(iface, name):
-    """The text of /sys/class/net/<iface>/<name>, or None when it cannot be read (speed without carrier: EINVAL)."""
-    try:
-        with open(os.path.join(SYS_CLASS_NET, iface, name), "r", encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, ValueError):
-        return None
-
-
 def _netdev(iface):
     """-> {exists, operstate, mtu, speed_mbps} of one netdev, from /sys/class/net."""
-    if not os.path.exists(os.path.join(SYS_CLASS_NET, iface)):
-        return {"exists": False, "operstate": None, "mtu": None, "speed_mbps": None}
-    return {
-        "exists": True,
-        "operstate": link.parse_operstate(_read(iface, "operstate")),
-        "mtu": link.parse_mtu(_read(iface, "mtu")),
-        "speed_mbps": link.parse_speed(_read(iface, "speed")),
-    }
+    return link.read_netdev(iface, SYS_CLASS_NET)
 
 
 def main():
