@@ -33,6 +33,15 @@ def test_netplan_follows_nvidias_switch_scheme(host, node):
     assert not set(plan["network"]["ethernets"]) - set(QSFP)
 
 
+def test_each_netdev_answers_arp_for_its_own_address_only(host, node):
+    """Both netdevs of a cable share the switch's L2 segment: the setting survives a reboot (the file) and holds now."""
+    with host.sudo():
+        conf = host.file("/etc/sysctl.d/60-dgx-spark-qsfp.conf").content_string
+    for iface in QSFP:
+        assert "net.ipv4.conf.%s.arp_ignore=1" % iface in conf and "net.ipv4.conf.%s.arp_announce=2" % iface in conf
+        assert host.check_output("cat /proc/sys/net/ipv4/conf/%s/arp_ignore" % iface) == "1"
+
+
 def test_every_spark_reaches_every_other_at_mtu_9000_on_both_netdevs(host, node):
     for peer in NODES:
         if peer == node:
