@@ -34,13 +34,19 @@ _PATTERNS = (
      "keys not exchanged: the cluster key is not authorized on the peer"),
     ("host_key", re.compile(r"host key verification failed", re.IGNORECASE),
      "the peer host key does not match known_hosts (container recreated with a new key?)"),
+    # Open MPI 5's runtime (PRRTE) started a daemon on a node that never called back.
+    ("daemon_silent", re.compile(r"daemon failed to report back", re.IGNORECASE),
+     "a node's Open MPI daemon did not reach the head: check that the runtime's interfaces "
+     "(PRTE_MCA_oob_tcp_if_include, one netdev per peer) reach the head, and that the node has the image's Open MPI"),
 )
 _HINTS = {
     "timeout": "mpirun timed out: the hostfile IPs probably differ from the interface IPs, or the QSFP link is down",
     "exec_failed": "could not run mpirun in the head container %(container)s: is it running?",
-    "wrong_hosts": "mpirun ran, but not one rank on every node: check the hostfile (one line per node, head first) "
-                   "and OMPI_MCA_rmaps_ppr_n_pernode=1",
-    "other": "check OMPI_MCA_btl_tcp_if_include / the Up QSFP interfaces and the hostfile",
+    "wrong_hosts": "mpirun ran, but not one rank on every node: check the hostfile (one line per node, head first, "
+                   "slots=1) and that the image's Open MPI reads it (Open MPI 5 ignores OMPI_MCA_orte_default_hostfile: "
+                   "PRTE_MCA_prte_default_hostfile)",
+    "other": "check OMPI_MCA_btl_tcp_if_include and the runtime's oob_tcp_if_include against the Up QSFP interfaces, "
+             "and the hostfile",
 }
 
 
@@ -64,8 +70,8 @@ def compare(expected, got):
 
 def classify(rc, output, ok=False):
     """mpirun's exit status and output (stderr and stdout) -> (cause, evidence line), cause being one of
-    ``ok``, ``connection_refused``, ``permission_denied``, ``host_key``, ``timeout``, ``exec_failed``,
-    ``wrong_hosts`` or ``other``.
+    ``ok``, ``connection_refused``, ``permission_denied``, ``host_key``, ``daemon_silent`` (Open MPI 5), ``timeout``,
+    ``exec_failed``, ``wrong_hosts`` or ``other``.
 
     The SSH messages come first: when ssh fails, mpirun's launcher gives up and the command may also have hit the
     timeout, and the SSH line says more. ``rc`` None means mpirun did not run (docker exec itself failed)."""

@@ -137,7 +137,35 @@ def test_anything_else():
     assert out["cause"] == "other"
     assert out["msg"].splitlines()[-2:] == [
         "mpirun: command not found",
-        "Hint: check OMPI_MCA_btl_tcp_if_include / the Up QSFP interfaces and the hostfile"]
+        "Hint: check OMPI_MCA_btl_tcp_if_include and the runtime's oob_tcp_if_include against the Up QSFP interfaces, "
+        "and the hostfile"]
+
+
+# What Open MPI 5's mpirun prints when a daemon it started over ssh never calls back (seen in the lab with the
+# runtime on both netdevs of a switch cable).
+SILENT_DAEMON = """\
+------------------------------------------------------------
+A daemon failed to report back after being spawned. This could
+be due to several factors, including inability to find the
+daemon executable, or the executable was unable to find its
+required supporting libraries.
+
+  Local host:    switch1-a
+  Remote host:   192.168.100.2
+  Daemon exit status: 255
+------------------------------------------------------------
+"""
+
+
+def test_open_mpi_5_daemon_that_never_called_back():
+    out = check(result(rc=255, stdout="", stderr=SILENT_DAEMON))
+    assert (out["ok"], out["cause"]) == (False, "daemon_silent")
+    assert "PRTE_MCA_oob_tcp_if_include" in out["msg"].splitlines()[-1]
+
+
+def test_the_hostfile_hint_names_both_open_mpi_spellings():
+    out = check(result(rc=0, stdout="spark-a\nspark-a\n"))
+    assert "PRTE_MCA_prte_default_hostfile" in out["msg"] and "OMPI_MCA_orte_default_hostfile" in out["msg"]
 
 
 def test_rc_zero_but_one_node_twice():
