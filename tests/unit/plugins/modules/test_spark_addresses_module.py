@@ -8,14 +8,18 @@ read to read, as networkd configures the addresses after netplan apply, and a re
 from __future__ import annotations
 
 import json
+import os
+import sys
 import types
 
 import pytest
 
-from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.dgx_spark.specdec.plugins.modules import spark_addresses
+
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+from fake_host import FakeHost  # noqa: E402  pylint: disable=wrong-import-position
 
 IP = "/usr/sbin/ip"
 
@@ -41,7 +45,7 @@ def ip_json(addresses):
     return json.dumps(links)
 
 
-class FakeNode:
+class FakeNode(FakeHost):
     """``answers``: what each read of the addresses returns, (rc, stdout, stderr); the last one repeats."""
 
     def __init__(self):
@@ -53,17 +57,7 @@ class FakeNode:
     def states(self, *addresses):
         self.answers = [(0, ip_json(a), "") for a in addresses]
 
-    def get_bin_path(self, module, arg, required=False, opt_dirs=None):
-        path = self.bins.get(arg)
-        if path is None and required:
-            module.fail_json(msg="Failed to find required executable \"%s\" in paths" % arg)
-        return path
-
-    def run_command(self, module, args, **kwargs):
-        assert isinstance(args, list), "commands must be argv lists (no shell): %r" % (args,)
-        assert not kwargs.get("use_unsafe_shell")
-        assert kwargs.get("check_rc") is False and kwargs.get("environ_update") == {"LC_ALL": "C"}
-        self.calls.append(list(args))
+    def answer(self, args):
         assert args == [IP, "-j", "-4", "addr", "show"], args
         return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
 
@@ -72,14 +66,7 @@ class FakeNode:
 def node(monkeypatch):
     fake = FakeNode()
 
-    def get_bin_path(module, arg, required=False, opt_dirs=None):
-        return fake.get_bin_path(module, arg, required, opt_dirs)
-
-    def run_command(module, args, **kwargs):
-        return fake.run_command(module, args, **kwargs)
-
-    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
-    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    fake.install(monkeypatch)
     monkeypatch.setattr(spark_addresses, "_sleep", fake.sleeps.append)
     monkeypatch.setattr(spark_addresses, "socket", types.SimpleNamespace(gethostname=lambda: "spark-a"))
     return fake

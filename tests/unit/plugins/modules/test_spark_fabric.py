@@ -8,14 +8,18 @@ scratch directory, and ip, ibdev2netdev, ethtool and ping answered by a fake run
 from __future__ import annotations
 
 import json
+import os
+import sys
 import types
 
 import pytest
 
-from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.dgx_spark.specdec.plugins.modules import spark_fabric
+
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+from fake_host import FakeHost  # noqa: E402  pylint: disable=wrong-import-position
 
 BINS = {"ip": "/usr/sbin/ip", "ping": "/usr/bin/ping", "ibdev2netdev": "/usr/sbin/ibdev2netdev",
         "ethtool": "/usr/sbin/ethtool"}
@@ -36,7 +40,7 @@ def v4_gid(address):
     return "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x" % tuple(int(x) for x in address.split("."))
 
 
-class FakeSpark:
+class FakeSpark(FakeHost):
     """spark-a: its four QSFP netdevs, their HCAs and GID tables, and the commands the module runs."""
 
     def __init__(self, root):
@@ -92,17 +96,7 @@ class FakeSpark:
 
     # -- commands --
 
-    def get_bin_path(self, module, arg, required=False, opt_dirs=None):
-        path = self.bins.get(arg)
-        if path is None and required:
-            module.fail_json(msg="Failed to find required executable \"%s\" in paths" % arg)
-        return path
-
-    def run_command(self, module, args, **kwargs):
-        assert isinstance(args, list), "commands must be argv lists (no shell): %r" % (args,)
-        assert not kwargs.get("use_unsafe_shell")
-        assert kwargs.get("check_rc") is False and kwargs.get("environ_update") == {"LC_ALL": "C"}
-        self.calls.append(list(args))
+    def answer(self, args):
         name = args[0].rsplit("/", 1)[-1]
         return getattr(self, "cmd_" + name)(args[1:])
 
@@ -149,14 +143,7 @@ class FakeSpark:
 def spark(monkeypatch, tmp_path):
     fake = FakeSpark(tmp_path / "sys" / "class")
 
-    def get_bin_path(module, arg, required=False, opt_dirs=None):
-        return fake.get_bin_path(module, arg, required, opt_dirs)
-
-    def run_command(module, args, **kwargs):
-        return fake.run_command(module, args, **kwargs)
-
-    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
-    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    fake.install(monkeypatch)
     monkeypatch.setattr(spark_fabric, "SYS_CLASS_NET", str(fake.sys_net))
     monkeypatch.setattr(spark_fabric, "SYS_CLASS_INFINIBAND", str(fake.sys_ib))
     monkeypatch.setattr(spark_fabric, "socket", types.SimpleNamespace(gethostname=lambda: "spark-a"))

@@ -9,14 +9,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import types
 
 import pytest
 
-from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.dgx_spark.specdec.plugins.modules import spark_facts
+
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+from fake_host import FakeHost  # noqa: E402  pylint: disable=wrong-import-position
 
 IBDEV2NETDEV = (
     "roceP2p1s0f1 port 1 ==> enP2p1s0f1np1 (Up)\n"
@@ -69,7 +72,7 @@ USERS = {
 }
 
 
-class FakeNode:
+class FakeNode(FakeHost):
     """Answers run_command and get_bin_path like a DGX Spark would; records every command."""
 
     def __init__(self):
@@ -82,16 +85,13 @@ class FakeNode:
         self.containers = []  # `docker container inspect` objects of the collection's containers
         self.calls = []
 
-    def get_bin_path(self, module, arg, required=False, opt_dirs=None):
-        path = self.bins.get(arg)
-        if path is None and required:
-            module.fail_json(msg="Failed to find required executable \"%s\" in paths" % arg)
-        return path
+    # spark_facts passes neither check_rc nor environ_update; its tests read the keyword arguments back.
+    plain_env = True
 
-    def run_command(self, module, args, **kwargs):
-        assert isinstance(args, list), "commands must be argv lists (no shell): %r" % (args,)
-        assert not kwargs.get("use_unsafe_shell")
+    def record(self, args, kwargs):
         self.calls.append((list(args), kwargs))
+
+    def answer(self, args):
         name = os.path.basename(args[0])
         if name == "ibdev2netdev":
             return self.ibdev2netdev
@@ -146,14 +146,7 @@ def _fake_pwd():
 def node(monkeypatch, tmp_path):
     fake = FakeNode()
 
-    def get_bin_path(module, arg, required=False, opt_dirs=None):
-        return fake.get_bin_path(module, arg, required, opt_dirs)
-
-    def run_command(module, args, **kwargs):
-        return fake.run_command(module, args, **kwargs)
-
-    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
-    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    fake.install(monkeypatch)
     monkeypatch.setattr(spark_facts, "pwd", _fake_pwd())
     monkeypatch.setattr(spark_facts, "socket", types.SimpleNamespace(gethostname=lambda: "spark-1"))
     sys_net = tmp_path / "sys" / "class" / "net"

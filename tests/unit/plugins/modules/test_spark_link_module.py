@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import types
 
 import pytest
 
-from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.dgx_spark.specdec.plugins.modules import spark_link
+
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+from fake_host import FakeHost  # noqa: E402  pylint: disable=wrong-import-position
 
 PING = "/usr/bin/ping"
 
@@ -26,7 +29,7 @@ LINK_B = {"iface": "enP2p1s0f1np1", "address": "192.168.200.14", "peer": "spark-
           "mtu": 9000}
 
 
-class FakeNode:
+class FakeNode(FakeHost):
     """A DGX Spark: netdevs in a scratch /sys/class/net and a ping that crosses a cable to each peer.
 
     ``cables`` maps a netdev to {peer_address, peer_mtu, up, route_mtu}: ``route_mtu`` (default: the netdev's
@@ -49,17 +52,7 @@ class FakeNode:
             self.cables[name] = {"peer_address": peer_address, "peer_mtu": peer_mtu, "up": up,
                                  "route_mtu": route_mtu or mtu}
 
-    def get_bin_path(self, module, arg, required=False, opt_dirs=None):
-        path = self.bins.get(arg)
-        if path is None and required:
-            module.fail_json(msg="Failed to find required executable \"%s\" in paths" % arg)
-        return path
-
-    def run_command(self, module, args, **kwargs):
-        assert isinstance(args, list), "commands must be argv lists (no shell): %r" % (args,)
-        assert not kwargs.get("use_unsafe_shell")
-        assert kwargs.get("check_rc") is False and kwargs.get("environ_update") == {"LC_ALL": "C"}
-        self.calls.append(list(args))
+    def answer(self, args):
         assert args[0] == PING, args
         return self.ping(args[1:])
 
@@ -100,14 +93,7 @@ def node(monkeypatch, tmp_path):
     sys_net.mkdir(parents=True)
     fake = FakeNode(sys_net)
 
-    def get_bin_path(module, arg, required=False, opt_dirs=None):
-        return fake.get_bin_path(module, arg, required, opt_dirs)
-
-    def run_command(module, args, **kwargs):
-        return fake.run_command(module, args, **kwargs)
-
-    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
-    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    fake.install(monkeypatch)
     monkeypatch.setattr(spark_link, "SYS_CLASS_NET", str(sys_net))
     monkeypatch.setattr(spark_link, "socket", types.SimpleNamespace(gethostname=lambda: "spark-a"))
     return fake
