@@ -230,7 +230,7 @@ def _deprecations(plan):
 class _Served:
     """What the cluster serves: read once, where the head is."""
 
-    __slots__ = ("topology", "pp_size", "openmpi", "heads",
+    __slots__ = ("topology", "pp_size", "openmpi",
                  "frontend", "triton", "triton_release", "version", "multinode", "method", "speculative",
                  "needs_draft", "model", "draft_model", "draft_dir", "max_draft_len", "options", "tp_size", "flags",
                  "trust_remote_code", "bind", "port", "ports", "extra_args", "mpi_export", "allowed", "encodings",
@@ -263,7 +263,6 @@ def _served(plan):
     s.tp_size = top.get("specdec_serve_tp_size", default=max(1, len(plan.nodes) // s.pp_size) if s.multinode else None)
     s.topology = top.get("specdec_topology") or "direct"
     s.openmpi = 4
-    s.heads = (None, None, None)
     s.flags = {flag: top.get("specdec_serve_" + flag) for flag in trt.SERVE_FLAGS}
     s.trust_remote_code = top.get("specdec_serve_trust_remote_code")
     s.bind = top.get("specdec_serve_host")
@@ -411,8 +410,9 @@ def _check_topology(plan, s):
         return
     tp, pp = s.tp_size, s.pp_size
     where = "cluster %s (%d nodes: %s)" % (plan.cluster, count, ", ".join(nodes))
-    s.heads = heads, kv_heads, source = _model_heads(plan, s)
-    fits = _working_sizes(plan, s, heads, kv_heads) if heads or _weights_gib(plan) else []
+    heads, kv_heads, source = _model_heads(plan, s)
+    weights = _weights_gib(plan)
+    fits = _working_sizes(heads, kv_heads, weights) if heads or weights else []
     hint = (" (with this model, tp = the number of nodes works for %s nodes)" % _or(fits)) if fits else ""
     before = len(plan.errors)
     if tp * pp != count:
@@ -435,7 +435,6 @@ def _check_topology(plan, s):
         plan.fail("specdec_serve_tp_size on %s: %d neither divides the %d key-value heads of %s (%s) nor is a multiple "
                   "of them (TensorRT-LLM replicates key-value heads only when there are fewer than ranks)%s"
                   % (plan.where, tp, kv_heads, s.model, source, hint))
-    weights = _weights_gib(plan)
     if weights and tp * pp == count and weights / count > SPARK_MEMORY_GIB:
         need = int(-(-weights // SPARK_MEMORY_GIB))
         plan.fail("specdec_serve_weights_gib on %s: the weights of %s (%.0f GiB) do not fit in the %.0f GiB of "
@@ -470,13 +469,14 @@ def _model_heads(plan, s):
 
 
 def _weights_gib(plan):
-    value = plan.node(plan.head).get("specdec_serve_weights_gib")
+    """The head's weights_gib for the split's rules. Read aside: a bad value is reported once, by the head's memory
+    settings (step 5)."""
+    value = Reader(plan.head, plan.vars[plan.head], plan.profile, []).get("specdec_serve_weights_gib")
     return float(value) if value else None
 
 
-def _working_sizes(plan, s, heads, kv_heads):
+def _working_sizes(heads, kv_heads, weights):
     """The node counts (2 to 8, tp = the count) whose split the model's heads and memory allow."""
-    weights = _weights_gib(plan)
     out = []
     for count in range(2, 9):
         if heads and heads % count:

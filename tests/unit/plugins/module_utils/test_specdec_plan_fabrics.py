@@ -110,6 +110,12 @@ def test_key_value_heads_must_split_or_replicate():
     assert len(problems) == 1 and "4 neither divides the 6 key-value heads" in problems[0]
 
 
+def test_a_bad_weights_figure_is_reported_once():
+    problems = errors(4, variables={"specdec_serve_weights_gib": "lots"})
+    assert [e for e in problems if "specdec_serve_weights_gib" in e] == problems and len(problems) == 4
+    assert len({e.split(" on ")[1].split(":")[0] for e in problems}) == 4  # one per node, none twice
+
+
 # -- a ring of three ---------------------------------------------------------------------------------
 
 
