@@ -351,14 +351,14 @@ def _cabling_errors(topology, nodes):
     # ring: every netdev is Up, each on its cable to a neighbour.
     count = len(nodes)
     for index, node in enumerate(nodes):
-        missing = [name for name in PORTS["0"] + PORTS["1"] if name not in node["up"]]
+        missing = [name for name in QSFP_INTERFACES if name not in node["up"]]
         for name in missing:
             peer, peer_iface = ring_peer(index, name, count)
             errors.append("%s: %s is Down (from %s), expected a cable from port %s to %s's port %s (%s): in a ring "
                           "each Spark's port 0 goes to the next one's port 1" % (
                               node["name"], name, node["up_source"], _port(name), nodes[peer]["name"],
                               _port(peer_iface), peer_iface))
-        used[node["name"]] = [name for name in QSFP_INTERFACES if name in PORTS["0"] + PORTS["1"]]
+        used[node["name"]] = list(QSFP_INTERFACES)  # both ports, canonical order
     return errors, used
 
 
@@ -765,8 +765,6 @@ def plan_links(nodes, plan="addresses", preset="seed", interfaces=QSFP_INTERFACE
     errors.extend(settings)
     if topology != "direct" and plan == "addresses" and nodes_ok and not blocking:
         subnets = DEFAULT_SUBNETS[topology] if subnets is None else subnets
-        if topology == "ring" and subnets is DEFAULT_SUBNETS["ring"]:
-            subnets = subnets[:2 * len(raw)]
         subnet_errors = subnets_errors(topology, subnets, len(raw))
         blocking.extend(subnet_errors)
         subnets = None if subnet_errors else list(subnets)
