@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import posixpath
 
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _firewall as fw
@@ -435,12 +436,11 @@ def _check_topology(plan, s):
         plan.fail("specdec_serve_tp_size on %s: %d neither divides the %d key-value heads of %s (%s) nor is a multiple "
                   "of them (TensorRT-LLM replicates key-value heads only when there are fewer than ranks)%s"
                   % (plan.where, tp, kv_heads, s.model, source, hint))
-    if weights and tp * pp == count and weights / count > SPARK_MEMORY_GIB:
-        need = int(-(-weights // SPARK_MEMORY_GIB))
-        plan.fail("specdec_serve_weights_gib on %s: the weights of %s (%.0f GiB) do not fit in the %.0f GiB of "
+    if weights is not None and tp * pp == count and weights / count > SPARK_MEMORY_GIB:
+        plan.fail("specdec_serve_weights_gib on %s: the weights of %s (%d GiB) do not fit in the %.0f GiB of "
                   "unified memory of %d Sparks (%.0f GiB each): the cluster needs at least %d Sparks%s"
-                  % (plan.where, s.model, weights, SPARK_MEMORY_GIB * count, count,
-                     SPARK_MEMORY_GIB, need, (" (%s work with its heads)" % _or(fits)) if fits else ""))
+                  % (plan.where, s.model, round(weights), SPARK_MEMORY_GIB * count, count, SPARK_MEMORY_GIB,
+                     math.ceil(weights / SPARK_MEMORY_GIB), (" (%s work with its heads)" % _or(fits)) if fits else ""))
     ep = s.flags.get("ep_size")
     # The experts are judged against a tensor-parallel size that is itself right (one mistake, one message).
     if ep and (ep > tp or tp % ep) and len(plan.errors) == before:
