@@ -216,20 +216,15 @@ def render_netplan(name, plan, source, entries, up, mtu):
         "  version: 2",
     ]
     body = []
-    if plan == "dhcp":
-        # NVIDIA's switch playbook, option 1: the switch's DHCP server addresses both netdevs.
+    if plan in ("dhcp", "link_local"):
+        # Every Up netdev, addressed by the switch's DHCP server (NVIDIA's switch playbook, option 1) or link-local.
         for iface in up:
             body.append("    %s:" % _key(iface))
-            body.append("      dhcp4: true")
+            body.append("      dhcp4: %s" % ("true" if plan == "dhcp" else "false"))
             if mtu is not None:
                 body.append("      mtu: %d" % mtu)
-    elif plan == "link_local":
-        for iface in up:
-            body.append("    %s:" % _key(iface))
-            body.append("      dhcp4: false")
-            if mtu is not None:
-                body.append("      mtu: %d" % mtu)
-            body.append("      link-local: [ipv4]")
+            if plan == "link_local":
+                body.append("      link-local: [ipv4]")
     else:
         for entry in entries:
             body.append("    %s:" % _key(entry["iface"]))
