@@ -34,6 +34,8 @@ from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
 from ansible.module_utils.urls import SSLValidationError
 from ansible.module_utils.urls import open_url
 
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _metrics as metrics
+
 API_PATHS = {
     'completions': '/v1/completions',
     'chat': '/v1/chat/completions',
@@ -227,6 +229,13 @@ def check_params(params):
         errors.append('tokenizer needs container and model, got %r' % (tokenizer,))
     if params.get('api') != 'triton' and (params.get('metrics_url') or tokenizer):
         errors.append('metrics_url and tokenizer are for api=triton (trtllm-serve reports its own token counts)')
+    prometheus_url = params.get('prometheus_url')
+    if prometheus_url:
+        parts = urlsplit(prometheus_url)
+        if parts.scheme not in ('http', 'https') or not parts.netloc or parts.query or parts.fragment:
+            errors.append('prometheus_url must be an http:// or https:// URL without query, got %r' % prometheus_url)
+        if params.get('api') == 'triton':
+            errors.append('prometheus_url is for trtllm-serve (Triton reports acceptance in its responses)')
     if errors:
         raise EndpointError('Invalid parameters: ' + '; '.join(errors))
 
@@ -561,85 +570,6 @@ def _num(mapping, key):
     return 0 if value is None else value
 
 
-def aggregate_iteration_stats(stats):
-    """Aggregate ``specDecodingStats`` from a ``/metrics`` list.
-
-    Returns ``(summary_or_None, reason)``.
-    """
-    if not isinstance(stats, list):
-        return None, 'malformed: expected a JSON list of iteration stats'
-    if not stats:
-        return None, ('empty list (enable_iter_perf_stats is off, or the stats were already read: '
-                      '/metrics is emptied on every read)')
-    blocks = []
-    for entry in stats:
-        if isinstance(entry, str):
-            try:
-                entry = json.loads(entry)
-            except ValueError:
-                continue
-        if isinstance(entry, dict) and isinstance(entry.get('specDecodingStats'), dict):
-            blocks.append(entry['specDecodingStats'])
-    if not blocks:
-        return None, ('%d iteration stats without specDecodingStats (no speculative decoding, '
-                      'or a build that does not report it for this mode)' % len(stats))
-    draft = sum(_num(b, 'numDraftTokens') for b in blocks)
-    accepted = sum(_num(b, 'numAcceptedTokens') for b in blocks)
-    with_drafts = sum(_num(b, 'numRequestsWithDraftTokens') for b in blocks)
-    weighted = sum(_num(b, 'acceptanceLength') * _num(b, 'numRequestsWithDraftTokens') for b in blocks)
-    drafting = [b for b in blocks if _num(b, 'numDraftTokens') > 0]
-    overheads = [_as_number(b.get('draftOverhead')) for b in drafting]
-    overheads = [o for o in overheads if o is not None]
-    summary = {
-        'iterations': len(stats),
-        'iterations_with_stats': len(blocks),
-        'iterations_with_draft_tokens': len(drafting),
-        'num_draft_tokens': draft,
-        'num_accepted_tokens': accepted,
-        'num_requests_with_draft_tokens': with_drafts,
-        'acceptance_rate': round(accepted / draft, 6) if draft > 0 else None,
-        'mean_acceptance_length': round(weighted / with_drafts, 6) if with_drafts > 0 else None,
-        'mean_draft_overhead': round(sum(overheads) / len(overheads), 6) if overheads else None,
-    }
-    if draft > 0:
-        reason = '%d of %d iteration stats carry specDecodingStats' % (len(blocks), len(stats))
-    else:
-        reason = 'specDecodingStats present but no draft tokens were proposed'
-    return summary, reason
-
-
-def aggregate_perf_metrics(items):
-    """Aggregate ``speculative_decoding`` blocks from a ``/perf_metrics`` list.
-
-    Returns ``(summary_or_None, reason)``.
-    """
-    if not isinstance(items, list):
-        return None, 'malformed: expected a JSON list of per-request metrics'
-    if not items:
-        return None, 'empty list (needs return_perf_metrics: true and perf_metrics_max_requests > 0)'
-    blocks = []
-    for item in items:
-        perf = item.get('perf_metrics') if isinstance(item, dict) else None
-        spec = perf.get('speculative_decoding') if isinstance(perf, dict) else None
-        if isinstance(spec, dict):
-            blocks.append(spec)
-    if not blocks:
-        return None, '%d request entries without speculative_decoding' % len(items)
-    draft = sum(_num(b, 'total_draft_tokens') for b in blocks)
-    accepted = sum(_num(b, 'total_accepted_draft_tokens') for b in blocks)
-    rates = [_as_number(b.get('acceptance_rate')) for b in blocks]
-    rates = [r for r in rates if r is not None]
-    summary = {
-        'requests': len(items),
-        'requests_with_speculative_decoding': len(blocks),
-        'total_draft_tokens': draft,
-        'total_accepted_draft_tokens': accepted,
-        'acceptance_rate': round(accepted / draft, 6) if draft > 0 else None,
-        'mean_request_acceptance_rate': round(sum(rates) / len(rates), 6) if rates else None,
-    }
-    return summary, '%d of %d request entries carry speculative_decoding' % (len(blocks), len(items))
-
-
 def _fetch_stats(client, path):
     """GET a stats endpoint. Returns ``(doc, reason)``; ``doc`` is None on any problem."""
     try:
@@ -656,40 +586,40 @@ def _fetch_stats(client, path):
         return None, 'malformed JSON (%s)' % exc
 
 
-def drain_stats(client):
-    """Read and discard ``/metrics`` and ``/perf_metrics`` (both are emptied on read)."""
-    for path in ('/metrics', '/perf_metrics'):
-        _fetch_stats(client, path)
+def read_counters(opener, url, timeout):
+    """One scrape of the Prometheus text at ``url`` -> ``(snapshot or None, reason or None)``.
+
+    The speculative-decoding counters are cumulative: the validation reads them before and after its requests. The
+    drained iteration stats (``GET /metrics``) are never read here: the exporter is their only reader.
+    """
+    parts = urlsplit(url)
+    client = EndpointClient('%s://%s' % (parts.scheme, parts.netloc), opener, request_timeout=timeout)
+    try:
+        status, data, dummy = client.request('GET', parts.path or '/')
+    except TransportError as exc:
+        return None, '%s: request failed: %s' % (url, exc.message)
+    if status != 200:
+        return None, '%s: HTTP %d: %s' % (url, status, excerpt(data, 120) or '(empty body)')
+    try:
+        return metrics.snapshot(data.decode('utf-8', 'replace') if isinstance(data, bytes) else str(data)), None
+    except metrics.MetricsError as exc:
+        return None, '%s: not Prometheus text (%s)' % (url, exc)
 
 
-def collect_speculative(client):
-    """Return ``(speculative_or_None, reason)`` from ``/metrics`` and ``/perf_metrics``."""
-    reasons = []
-    metrics_doc, why = _fetch_stats(client, '/metrics')
-    metrics = None
-    if metrics_doc is not None or why is None:
-        metrics, why = aggregate_iteration_stats(metrics_doc)
-    reasons.append('/metrics: %s' % why)
-    perf_doc, why = _fetch_stats(client, '/perf_metrics')
-    perf = None
-    if perf_doc is not None or why is None:
-        perf, why = aggregate_perf_metrics(perf_doc)
-    reasons.append('/perf_metrics: %s' % why)
-    reason = '; '.join(reasons)
-    if metrics is None and perf is None:
-        return None, reason
-    rate, source = None, None
-    if metrics is not None and metrics['acceptance_rate'] is not None:
-        rate, source = metrics['acceptance_rate'], 'metrics'
-    elif perf is not None and perf['acceptance_rate'] is not None:
-        rate, source = perf['acceptance_rate'], 'perf_metrics'
-    return {
-        'acceptance_rate': rate,
-        'acceptance_rate_source': source,
-        'mean_acceptance_length': metrics['mean_acceptance_length'] if metrics else None,
-        'metrics': metrics,
-        'perf_metrics': perf,
-    }, reason
+def counters_speculative(before, after, url):
+    """``(speculative_or_None, reason)`` from two scrapes of the counters (see ``_metrics.acceptance``)."""
+    got = metrics.acceptance(before, after)
+    if got['drafted'] is None:
+        return None, '%s has no %s (no speculative decoding served)' % (url, metrics.DRAFTED)
+    reason = '%s: %d draft tokens proposed, %d accepted during the validation' % (url, got['drafted'] or 0,
+                                                                                  got['accepted'] or 0)
+    if not got['drafted']:
+        reason = '%s: no draft tokens were proposed during the validation' % url
+    return {'acceptance_rate': got['acceptance_rate'],
+            'acceptance_rate_source': 'prometheus' if got['acceptance_rate'] is not None else None,
+            'mean_acceptance_length': got['mean_acceptance_length'],
+            'drafted_tokens': got['drafted'], 'accepted_tokens': got['accepted'],
+            'per_position': got['per_position'], 'metrics_url': url}, reason
 
 
 def triton_speculative(results):
@@ -833,8 +763,10 @@ def validate_endpoint(params, opener=None, clock=time.monotonic, sleep=time.slee
         raise
 
     want_stats = params.get('speculative_stats', True)
-    if want_stats and params.get('discard_stale_stats', True) and not triton:
-        drain_stats(client)
+    prometheus_url = params.get('prometheus_url') if want_stats and not triton else None
+    before = None
+    if prometheus_url:
+        before, why = read_counters(opener, prometheus_url, float(params['request_timeout']))
 
     results = []
     try:
@@ -862,8 +794,14 @@ def validate_endpoint(params, opener=None, clock=time.monotonic, sleep=time.slee
         speculative, reason = None, 'not collected (speculative_stats=false)'
     elif triton:
         speculative, reason = triton_speculative(results)
+    elif not prometheus_url:
+        speculative, reason = None, 'not collected: no prometheus_url (the server\'s metrics are off)'
     else:
-        speculative, reason = collect_speculative(client)
+        after, why = read_counters(opener, prometheus_url, float(params['request_timeout']))
+        if after is None or before is None:
+            speculative, reason = None, why
+        else:
+            speculative, reason = counters_speculative(before, after, prometheus_url)
 
     result = dict(partial, results=[public_result(r) for r in results], totals=totals,
                   speculative=speculative, speculative_reason=reason)

@@ -266,6 +266,11 @@ INPUTS = (
        fmt="bind"),
     _I("specdec_serve_port", "int", "The server's (HTTP) port.", profile="port", default=8000, minimum=1,
        maximum=65535),
+    _I("specdec_serve_metrics", "bool", "Serve Prometheus metrics (trtllm-serve's /prometheus/metrics with iteration "
+       "stats; on releases without the speculative-decoding metrics, the collection's exporter next to the server).",
+       default=True),
+    _I("specdec_serve_metrics_port", "int", "Port of the collection's metrics exporter (releases without native "
+       "speculative-decoding metrics), on the head, at specdec_serve_host.", default=9464, minimum=1, maximum=65535),
     _I("specdec_serve_extra_args", "list", "Arguments appended to the trtllm-serve command line.", default=[],
        fmt="arg"),
     _I("specdec_serve_mpi_export", "list", "Environment variables mpirun passes on with -x (a cluster; "
@@ -791,6 +796,9 @@ PARTS = {
                               "client_key, key_pairs."),
         ("docker", "dict", None, "The settings of community.docker.docker_container, the command included."),
         ("current", "bool", None, "The container already runs this image with exactly these settings."),
+        ("exporter", "dict", None, "The metrics exporter's container on the head (null where trtllm-serve serves the "
+                                   "speculative-decoding metrics itself) - the docker_container settings, current, file."),
+        ("exporter_absent", "list", "str", "Metrics exporter containers of this node to remove."),
     )),
     "openmpi_hostfile": ("openmpi_hostfile_spec", "This node's specdec_plan.hostfile (the cluster's hostfile).", (
         ("path", "str", None, "Where the hostfile is written."),
@@ -808,7 +816,7 @@ PARTS = {
         ("argv", "list", "str", "The server's command line (on the head)."),
         ("memory", "dict", None, "The dgx_spark.specdec.spark_memory parameters."),
         ("endpoint", "dict", None, "What the head validates - url, port, model, api, prompt, max_tokens, requests, "
-                                   "metrics_url, tokenizer; null on a worker."),
+                                   "metrics_url, tokenizer, prometheus_url; null on a worker."),
         ("current", "bool", None, "The container already runs this image with exactly these settings."),
     )),
 }

@@ -235,7 +235,8 @@ class _Served:
                  "frontend", "triton", "triton_release", "version", "multinode", "method", "speculative",
                  "needs_draft", "model", "draft_model", "draft_dir", "max_draft_len", "options", "tp_size", "flags",
                  "trust_remote_code", "bind", "port", "ports", "extra_args", "mpi_export", "allowed", "encodings",
-                 "triton_config", "api", "prompt", "max_tokens", "requests", "image", "container", "options_content")
+                 "triton_config", "api", "prompt", "max_tokens", "requests", "image", "container", "options_content",
+                 "metrics", "metrics_source", "metrics_port")
 
 
 def _served(plan):
@@ -273,7 +274,22 @@ def _served(plan):
     s.allowed = _allow_list(plan, s.bind)
     s.encodings = _encodings(top)
     _endpoint_settings(top, s)
+    _metrics_settings(top, s)
     return s
+
+
+def _metrics_settings(top, s):
+    """Who serves the Prometheus metrics: trtllm-serve itself, or the collection's exporter next to it (releases
+    without the speculative-decoding metrics). Triton's backend serves its own metrics port instead."""
+    s.metrics = bool(top.get("specdec_serve_metrics")) and not s.triton
+    s.metrics_source = trt.metrics_source(s.version) if s.metrics and s.version else None
+    s.metrics_port = None
+    if s.metrics_source == "exporter":
+        s.metrics_port = top.get("specdec_serve_metrics_port")
+        if s.metrics_port is not None and s.metrics_port == s.port:
+            top.fail("specdec_serve_metrics_port", s.metrics_port, "a port other than specdec_serve_port (%s)" % s.port)
+        elif s.metrics_port is not None:
+            s.ports["exporter"] = s.metrics_port
 
 
 def _release(plan, triton):
@@ -533,7 +549,16 @@ def _options(plan, s):
                 s.version, s.model, method=s.method, draft_model=draft, max_draft_len=length, options=llm_args,
                 tensor_parallel_size=s.tp_size or 1, pipeline_parallel_size=1, triton_config=s.triton_config)
         else:
-            content, validated = trt.options_file(s.version, s.method, draft, length, s.options)
+            options = s.options
+            if s.metrics:
+                off = sorted(key for key in trt.METRICS_OPTIONS if (options or {}).get(key) is False)
+                if off:
+                    plan.errors.extend("specdec_serve_options on %s: %s: false turns off the metrics that "
+                                       "specdec_serve_metrics (true) serves; set specdec_serve_metrics: false to serve "
+                                       "without them" % (plan.where, key) for key in off)
+                    return None
+                options = trt.merge(dict(trt.METRICS_OPTIONS), options)
+            content, validated = trt.options_file(s.version, s.method, draft, length, options)
     except trt.OptionsError as exc:
         what = ("Triton's model.yaml (specdec_serve_model, specdec_serve_options, specdec_serve_triton_config and "
                 "the speculative method)" if s.triton else
@@ -615,7 +640,8 @@ def plan_teardown(cluster, nodes, node_vars, facts):
         given = r.get("trtllm_container_name", required=False)
         plans[host] = dict(_identity(plan, host, rank, len(plan.nodes) > 1), netplan=None, container=None,
                            hostfile=None, serve=None, teardown={
-                               "containers": [given] if given else sorted(CONTAINER_NAMES.values()),
+                               "containers": [n + suffix for n in ([given] if given else sorted(CONTAINER_NAMES.values()))
+                                              for suffix in ("", EXPORTER_SUFFIX)],
                                "models": [dirs["hf_cache_dir"] + "/hub", dirs["models_dir"]],
                                "token_files": [dirs["config_dir"] + "/hf_token"]}, changes=[], apply=False)
     plan.check()
@@ -685,6 +711,10 @@ def _node_settings(plan, s, host, rank):
     }
     if s.multinode and spark.get("infiniband") and "/dev/infiniband:/dev/infiniband" not in settings["devices"]:
         settings["devices"].append("/dev/infiniband:/dev/infiniband")
+    if rank == 0 and settings["own_network"] and s.metrics_source == "exporter" and s.metrics_port:
+        # The exporter shares the server's network namespace: its port is published with the server's.
+        settings["published_ports"] = list(settings["published_ports"] or []) + ["%d:%d" % (s.metrics_port,
+                                                                                               s.metrics_port)]
     settings.update(_dirs(r, home))
     return settings
 
@@ -1118,6 +1148,7 @@ def _container_part(plan, s, node, entry, env):
     if drift:
         plan.warnings.append("trtllm_container_image on %s: %s" % (host, drift))
     docker = _docker(plan, s, node, entry, env)
+    exporter, exporter_absent = _exporter(plan, s, node, docker)
     dirs = [{"path": node["hf_cache_dir"], "owner": node["login_user"], "mode": "0755"},
             {"path": node["models_dir"], "owner": node["login_user"], "mode": "0755"},
             {"path": node["config_dir"], "owner": "root", "mode": "0755"}]
@@ -1143,7 +1174,55 @@ def _container_part(plan, s, node, entry, env):
         "ssh": ssh,
         "docker": docker,
         "current": _current(running, found, docker),
+        "exporter": exporter,
+        "exporter_absent": exporter_absent,
     }
+
+
+EXPORTER_FILE = "metrics_exporter.py"
+EXPORTER_SUFFIX = "-metrics"
+_EXPORTER = posixpath.join(posixpath.dirname(posixpath.abspath(__file__)), "_metrics.py")
+
+
+@functools.lru_cache(maxsize=1)
+def exporter_sha256():
+    """The digest of the exporter program the trtllm_container role writes (module_utils/_metrics.py), None if unread."""
+    try:
+        with open(_EXPORTER, "rb") as handle:
+            return hashlib.sha256(handle.read().decode("utf-8").rstrip().encode("utf-8") + b"\n").hexdigest()
+    except OSError:
+        return None
+
+
+def _exporter(plan, s, node, docker):
+    """The metrics exporter's container on the head (None where trtllm-serve serves the metrics itself), and the
+    exporter containers of this node to remove (metrics turned off, or a release that serves them natively)."""
+    name = node["name"] + EXPORTER_SUFFIX
+    found = (plan.facts[node["host"]].get("containers") or {}).get(name)
+    if s.metrics_source != "exporter" or node["rank"] != 0:
+        return None, [name] if found else []
+    upstream = "http://%s:%d" % (local_address(s.bind), s.port)
+    listen = ("[%s]" % s.bind if ":" in s.bind else s.bind) + ":%d" % s.metrics_port
+    spec = {
+        "name": name,
+        "image": node["image"],
+        # The release image's Python runs the exporter (standard library only): no image of its own to pull.
+        "command": ["python3", CONFIG_MOUNT + "/" + EXPORTER_FILE, "--upstream", upstream, "--listen", listen],
+        "volumes": ["%s:%s:ro" % (node["config_dir"], CONFIG_MOUNT)],
+        # In the server's network namespace: it reads the server on loopback, as the validation does.
+        "network_mode": "container:" + node["name"] if node["own_network"] else node["network_mode"],
+        "restart_policy": node["restart_policy"],
+        "labels": {"dgx-spark.specdec/cluster": plan.cluster, "dgx-spark.specdec/rank": "0",
+                   NODE_LABEL: docker["labels"][NODE_LABEL], "dgx-spark.specdec/role": "metrics"},
+    }
+    # Recreated when its program changes and, sharing the server's namespace, with the server.
+    seed = json.dumps(spec, sort_keys=True) + str(exporter_sha256())
+    seed += docker["labels"][SPEC_LABEL] if node["own_network"] else ""
+    spec["labels"][SPEC_LABEL] = sha256(seed)
+    image = (plan.facts[node["host"]].get("images") or {}).get(node["image"]) or {}
+    spec["current"] = _current(found or {}, image, spec)
+    spec["file"] = {"path": node["config_dir"] + "/" + EXPORTER_FILE, "sha256": exporter_sha256()}
+    return spec, []
 
 
 def _current(running, image, docker):
@@ -1222,8 +1301,12 @@ def _changes(plan, s, plans):
                                                     and (part["netplan"]["sysctl"] or {"up_to_date": True})["up_to_date"])),
             ("firewall", not container["firewall"]["changes"]["apply"]),
             ("container", container["current"]),
+            ("metrics exporter", (container["exporter"] is None or container["exporter"]["current"])
+             and not container["exporter_absent"]),
             ("directories", all(have.dir(d["path"], d["owner"], d["mode"]) for d in container["dirs"])),
             ("files", have.file(node["config_dir"] + "/entrypoint.sh", entrypoint, "0755")
+             and (container["exporter"] is None or have.file(container["exporter"]["file"]["path"],
+                                                             container["exporter"]["file"]["sha256"], "0644"))
              and all(have.content(f["path"], f["content"], f["mode"]) for f in container["files"])),
             ("token", have.token(node["hf_token_source"])),
             ("encodings", all(have.file(f["dest"], f["checksum"].split(":", 1)[-1], "0644")
@@ -1351,7 +1434,12 @@ def _endpoint(s, container):
     host = local_address(s.bind)
     endpoint = {"url": "http://%s:%d" % (host, s.port), "port": s.port, "model": s.model, "api": s.api,
                 "prompt": s.prompt,
-                "max_tokens": s.max_tokens, "requests": s.requests, "metrics_url": None, "tokenizer": None}
+                "max_tokens": s.max_tokens, "requests": s.requests, "metrics_url": None, "tokenizer": None,
+                # The Prometheus text every reader of acceptance reads (the drained /metrics has one reader: the
+                # exporter, where there is one).
+                "prometheus_url": None if not s.metrics_source else
+                "http://%s:%d%s" % ((host, s.port, "/prometheus/metrics") if s.metrics_source == "native"
+                                    else (host, s.metrics_port, "/metrics"))}
     if s.triton:
         endpoint.update(model=trt.TRITON_MODEL, metrics_url="http://%s:%d" % (host, s.ports["metrics"]),
                         # Triton's answer has text only: its tokens are counted with the model's tokenizer in the

@@ -909,6 +909,25 @@ def openmpi_major(version):
     return 5 if release_key(version) >= release_key(OPENMPI_5_FROM) else 4
 
 
+# trtllm-serve mounts /prometheus/metrics only with return_perf_metrics; enable_iter_perf_stats adds the iteration
+# metrics (queue, KV cache, speculative decoding) and fills GET /metrics.
+# https://github.com/NVIDIA/TensorRT-LLM/blob/main/tensorrt_llm/serve/openai_server.py
+METRICS_OPTIONS = {"return_perf_metrics": True, "enable_iter_perf_stats": True}
+# The first release whose collector has the speculative-decoding counters (PR #12545,
+# https://github.com/NVIDIA/TensorRT-LLM/pull/12545); before it the collection's exporter serves them from the iteration
+# stats. None of the supported releases is known to: 1.2.x has five unprefixed request metrics (PR #5785), and the
+# metrics example of 1.3.0rc11, rc12 and rc14 (examples/serve/prometheus_metrics.py) lists the prefixed request and
+# KV-cache metrics only. The exporter also checks what each server serves, on every scrape, and steps aside where a
+# build has the counters.
+NATIVE_SPEC_METRICS_FROM = None
+
+
+def metrics_source(version):
+    """Who serves the speculative-decoding metrics of ``version``: ``native`` (trtllm-serve) or ``exporter``."""
+    native = NATIVE_SPEC_METRICS_FROM and release_key(version) >= release_key(NATIVE_SPEC_METRICS_FROM)
+    return "native" if native else "exporter"
+
+
 def mpirun_argv(exports, command, mca=None, ranks=None, openmpi=4, wrapper=()):
     """The multi-node launch of NVIDIA's two-Spark playbook: ``mpirun -x VAR... trtllm-llmapi-launch COMMAND``.
 

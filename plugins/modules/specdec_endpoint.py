@@ -13,9 +13,13 @@ version_added: 0.1.0
 description:
   - Waits until C(GET /health) of a C(trtllm-serve) endpoint answers HTTP 200, checks that C(GET /v1/models) serves the
     expected model, sends O(requests) short generation requests and reports latency, completion tokens and tokens per second.
-  - After the requests it reads C(GET /metrics) (iteration stats, C(specDecodingStats)) and C(GET /perf_metrics)
-    (per-request C(speculative_decoding)) and reports the draft-token acceptance figures when the server exposes them.
-    Empty lists or HTTP 404 from these two endpoints are not errors; RV(speculative_reason) says why nothing was reported.
+  - With O(prometheus_url) it reads the server's Prometheus metrics before and after the requests and reports the
+    draft-token acceptance of those requests from the cumulative counters C(trtllm_spec_decode_num_draft_tokens_total),
+    C(trtllm_spec_decode_num_accepted_tokens_total) and, per draft position, C(trtllm_spec_decode_drafted_tokens_total)
+    and C(trtllm_spec_decode_accepted_tokens_total) (TensorRT-LLM's metrics collector, or the collection's exporter for
+    releases without them). The drained iteration stats (C(GET /metrics)) are never read: the exporter is their only
+    reader. A missing counter or an unreachable URL is not an error; RV(speculative_reason) says why nothing was
+    reported.
   - With O(api=triton) it validates Triton Inference Server's TensorRT-LLM LLM API backend instead. It waits for
     C(GET /v2/health/ready) and checks C(GET /v2/models/<model>/ready). It then sends O(requests) C(POST
     /v2/models/<model>/generate) requests with C(text_input), C(sampling_param_max_tokens) and
@@ -127,14 +131,20 @@ options:
         required: true
   speculative_stats:
     description:
-      - Read C(/metrics) and C(/perf_metrics) after the requests to report speculative-decoding acceptance.
+      - Report speculative-decoding acceptance (from O(prometheus_url), or Triton's responses).
     type: bool
     default: true
+  prometheus_url:
+    description:
+      - The URL of the server's Prometheus text, for example V(http://127.0.0.1:9464/metrics) (the collection's
+        exporter) or V(http://127.0.0.1:8000/prometheus/metrics) (C(trtllm-serve) with C(return_perf_metrics)).
+      - Not with O(api=triton). Without it no acceptance is reported for C(trtllm-serve).
+    type: str
+    version_added: 0.9.0
   discard_stale_stats:
     description:
-      - Read and discard C(/metrics) and C(/perf_metrics) before sending the requests, so that the reported acceptance
-        figures cover only this module's requests. Both endpoints are emptied by every read anyway.
-      - Ignored when O(speculative_stats=false).
+      - Ignored since 0.9.0. The acceptance is the difference of cumulative counters read before and after the
+        requests, so earlier traffic never counts.
     type: bool
     default: true
   headers:
@@ -382,43 +392,59 @@ totals:
            "min_latency_s": 1.5, "max_latency_s": 1.602, "tokens_per_second": 41.27, "aggregate_tokens_per_second": 41.26}
 speculative:
   description:
-    - Speculative-decoding acceptance figures, V(null) when neither C(/metrics) nor C(/perf_metrics) provided any.
+    - Speculative-decoding acceptance figures of the validation's requests, V(null) when the server reports none.
   returned: success
   type: dict
   contains:
     acceptance_rate:
-      description: Accepted draft tokens divided by draft tokens, from C(/metrics) if it had draft tokens, else from C(/perf_metrics).
+      description: Accepted draft tokens divided by draft tokens.
       type: float
       returned: always
       sample: 0.625
     acceptance_rate_source:
-      description: V(metrics) or V(perf_metrics), V(null) when no rate could be computed.
+      description: V(prometheus) (the counters at O(prometheus_url)) or V(triton_perf_metrics), V(null) when no rate could be computed.
       type: str
       returned: always
-      sample: metrics
+      sample: prometheus
     mean_acceptance_length:
-      description: Mean C(acceptanceLength) (tokens per step) weighted by C(numRequestsWithDraftTokens).
+      description:
+        - Tokens per drafting step - 1 + accepted draft tokens / steps, the steps being the first draft position's
+          drafted tokens. V(null) without per-position counters and with O(api=triton).
       type: float
       returned: always
-      sample: 3.5
+      sample: 2.8
+    drafted_tokens:
+      description: Draft tokens proposed during the requests (C(trtllm-serve)).
+      type: float
+      returned: with O(prometheus_url)
+      sample: 300
+    accepted_tokens:
+      description: Draft tokens accepted during the requests (C(trtllm-serve)).
+      type: float
+      returned: with O(prometheus_url)
+      sample: 180
+    per_position:
+      description: Acceptance per draft position (C(token_position) from 0) - position, drafted, accepted, rate.
+      type: list
+      elements: dict
+      returned: with O(prometheus_url)
+      sample: [{"position": 0, "drafted": 100, "accepted": 90, "rate": 0.9}]
+    metrics_url:
+      description: The Prometheus URL read (C(trtllm-serve)).
+      type: str
+      returned: with O(prometheus_url)
+      sample: http://127.0.0.1:9464/metrics
     metrics:
-      description:
-        - Aggregate of the C(specDecodingStats) blocks of C(GET /metrics), V(null) when there were none.
-        - Keys C(iterations), C(iterations_with_stats), C(iterations_with_draft_tokens), C(num_draft_tokens),
-          C(num_accepted_tokens), C(num_requests_with_draft_tokens), C(acceptance_rate), C(mean_acceptance_length),
-          C(mean_draft_overhead).
+      description: Always V(null) with O(api=triton) (kept for its callers).
       type: dict
-      returned: always
-      sample: {"iterations": 20, "iterations_with_stats": 20, "iterations_with_draft_tokens": 20, "num_draft_tokens": 80,
-               "num_accepted_tokens": 50, "num_requests_with_draft_tokens": 20, "acceptance_rate": 0.625,
-               "mean_acceptance_length": 3.5, "mean_draft_overhead": 0.12}
+      returned: with O(api=triton)
     perf_metrics:
       description:
         - Aggregate of the C(perf_metrics.speculative_decoding) blocks of C(GET /perf_metrics), V(null) when there were none.
         - Keys C(requests), C(requests_with_speculative_decoding), C(total_draft_tokens), C(total_accepted_draft_tokens),
           C(acceptance_rate), C(mean_request_acceptance_rate).
       type: dict
-      returned: always
+      returned: with O(api=triton)
       sample: {"requests": 2, "requests_with_speculative_decoding": 2, "total_draft_tokens": 80,
                "total_accepted_draft_tokens": 50, "acceptance_rate": 0.625, "mean_request_acceptance_rate": 0.63}
   sample: {"acceptance_rate": 0.625, "acceptance_rate_source": "metrics", "mean_acceptance_length": 3.5,
@@ -460,6 +486,7 @@ def main():
             min_tokens_per_second=dict(type='float', no_log=False),
             speculative_stats=dict(type='bool', default=True),
             discard_stale_stats=dict(type='bool', default=True),
+            prometheus_url=dict(type='str'),
             headers=dict(type='dict', default={}),
             api_key=dict(type='str', no_log=True),
             validate_certs=dict(type='bool', default=True),

@@ -188,6 +188,13 @@ notes:
   - >-
     C(specdec_serve_port) (int, cluster scope, profile key C(port), default 8000) - The server's (HTTP) port.
   - >-
+    C(specdec_serve_metrics) (bool, cluster scope, default true) - Serve Prometheus metrics (trtllm-serve's
+    /prometheus/metrics with iteration stats; on releases without the speculative-decoding metrics, the collection's
+    exporter next to the server).
+  - >-
+    C(specdec_serve_metrics_port) (int, cluster scope, default 9464) - Port of the collection's metrics exporter
+    (releases without native speculative-decoding metrics), on the head, at specdec_serve_host.
+  - >-
     C(specdec_serve_extra_args) (list, cluster scope, default []) - Arguments appended to the trtllm-serve command
     line.
   - >-

@@ -19,6 +19,10 @@ https://nvidia.github.io/TensorRT-LLM/<release>/commands/trtllm-serve/trtllm-ser
   per item of ``spec_stats_per_request`` to the ``/metrics`` queue and one
   entry to the ``/perf_metrics`` queue.
 * ``GET /metrics`` / ``GET /perf_metrics``: JSON lists, emptied on read.
+* ``GET /prometheus/metrics``: the collector's cumulative counters as a build with TensorRT-LLM PRs #12545 and #12636
+  serves them (``trtllm_spec_decode_num_{draft,accepted}_tokens_total`` and, per ``token_position`` from 0,
+  ``trtllm_spec_decode_{drafted,accepted}_tokens_total``), counted from the same iteration stats; each stat is one
+  request's step. ``prometheus_status`` other than 200 answers that status instead.
 * ``POST /_fake/shutdown`` (test control, not trtllm-serve): stop the server.
 
 Misbehaviour is selected with ``FakeConfig`` fields: ``ready_after=None``,
@@ -69,6 +73,7 @@ class FakeConfig:
         self.models_body = None
         self.metrics_status = 200
         self.perf_metrics_status = 200
+        self.prometheus_status = 200
         self.spec_stats_per_request = [dict(s) for s in DEFAULT_SPEC_STATS]
         self.perf_spec_per_request = {'acceptance_rate': 0.55, 'total_accepted_draft_tokens': 11,
                                       'total_draft_tokens': 20}
@@ -129,6 +134,11 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(cfg.perf_metrics_status, {'detail': 'Not Found'})
             else:
                 self._send(200, fake.drain('perf_metrics'))
+        elif self.path == '/prometheus/metrics':
+            if cfg.prometheus_status != 200:
+                self._send(cfg.prometheus_status, {'detail': 'Not Found'})
+            else:
+                self._send(200, fake.prometheus_text(), 'text/plain; version=0.0.4')
         elif self.path == '/version':
             self._send(200, {'version': '1.3.0rc12-fake'})
         else:
@@ -227,6 +237,7 @@ class FakeTrtllmServer:
         self._queues = {'metrics': copy.deepcopy(self.config.initial_metrics),
                         'perf_metrics': copy.deepcopy(self.config.initial_perf_metrics)}
         self._iter = 0
+        self._counters = {'drafted': 0, 'accepted': 0, 'positions': {}, 'seen': False}
         self._started = None
         self._httpd = None
         self._thread = None
@@ -260,6 +271,7 @@ class FakeTrtllmServer:
                 entry = {'iter': self._iter, 'iterLatencyMS': 12.5, 'gpuMemUsage': 1 << 30, 'numActiveRequests': 1}
                 if spec is not None:
                     entry['specDecodingStats'] = dict(spec)
+                    self._count(spec)
                 self._queues['metrics'].append(entry)
             perf = {'first_iter': self._iter, 'last_iter': self._iter,
                     'timing_metrics': {'arrival_time': 1.0, 'first_scheduled_time': 1.1,
@@ -267,6 +279,33 @@ class FakeTrtllmServer:
             if cfg.perf_spec_per_request is not None:
                 perf['speculative_decoding'] = dict(cfg.perf_spec_per_request)
             self._queues['perf_metrics'].append({'request_id': request_id, 'perf_metrics': perf})
+
+    def _count(self, spec):
+        drafted, accepted = int(spec.get('numDraftTokens') or 0), int(spec.get('numAcceptedTokens') or 0)
+        counters = self._counters
+        counters['seen'] = True
+        counters['drafted'] += drafted
+        counters['accepted'] += accepted
+        for position in range(drafted):
+            slot = counters['positions'].setdefault(position, [0, 0])
+            slot[0] += 1
+            slot[1] += 1 if position < accepted else 0
+
+    def prometheus_text(self):
+        labels = 'engine_type="trtllm",model_name="%s"' % self.config.model_id
+        with self._lock:
+            counters = copy.deepcopy(self._counters)
+        if not counters['seen']:  # a labelled counter appears with its first value, as prometheus_client's do
+            return '# TYPE trtllm_request_success counter\n'
+        lines = ['# TYPE trtllm_spec_decode_num_draft_tokens counter',
+                 'trtllm_spec_decode_num_draft_tokens_total{%s} %d.0' % (labels, counters['drafted']),
+                 '# TYPE trtllm_spec_decode_num_accepted_tokens counter',
+                 'trtllm_spec_decode_num_accepted_tokens_total{%s} %d.0' % (labels, counters['accepted'])]
+        for index, name in enumerate(('drafted', 'accepted')):
+            lines.append('# TYPE trtllm_spec_decode_%s_tokens counter' % name)
+            lines += ['trtllm_spec_decode_%s_tokens_total{%s,token_position="%d"} %d.0' % (name, labels, pos, slot[index])
+                      for pos, slot in sorted(counters['positions'].items())]
+        return '\n'.join(lines) + '\n'
 
     # -- lifecycle -------------------------------------------------------
     @property

@@ -19,6 +19,7 @@ import sys
 import pytest
 
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _endpoint as ep
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _metrics as metrics
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..')))
 from fake_trtllm_server import FakeConfig, FakeTrtllmServer  # noqa: E402  pylint: disable=wrong-import-position
@@ -106,6 +107,8 @@ def server():
 
 def run(srv, **overrides):
     overrides.setdefault('url', srv.url)
+    if overrides.get('api') != 'triton':
+        overrides.setdefault('prometheus_url', srv.url + '/prometheus/metrics')
     overrides.setdefault('model', srv.config.model_id)
     return ep.validate_endpoint(params(**overrides))
 
@@ -221,81 +224,25 @@ def test_parse_models_malformed(body, needle):
 
 
 # ---------------------------------------------------------------------------
-# aggregation maths (hand-computed)
+# acceptance from the cumulative counters (hand-computed)
 # ---------------------------------------------------------------------------
 
-def test_aggregate_iteration_stats_weighted():
-    stats = [
-        {'iter': 1, 'specDecodingStats': {'numDraftTokens': 12, 'numAcceptedTokens': 6,
-                                          'numRequestsWithDraftTokens': 3, 'acceptanceLength': 3.0,
-                                          'draftOverhead': 0.3}},
-        {'iter': 2, 'specDecodingStats': {'numDraftTokens': 4, 'numAcceptedTokens': 3,
-                                          'numRequestsWithDraftTokens': 1, 'acceptanceLength': 4.0,
-                                          'draftOverhead': 0.1}},
-        {'iter': 3, 'specDecodingStats': {'numDraftTokens': 0, 'numAcceptedTokens': 0,
-                                          'numRequestsWithDraftTokens': 0, 'acceptanceLength': 1.0,
-                                          'draftOverhead': 0.9}},
-        {'iter': 4, 'kvCacheStats': {}},
-    ]
-    summary, reason = ep.aggregate_iteration_stats(stats)
-    # draft 12+4+0 = 16, accepted 6+3 = 9 -> 9/16 = 0.5625
-    # acceptance length weighted by requests: (3*3 + 4*1 + 1*0) / 4 = 3.25 (unweighted mean would be 2.67)
-    # draft overhead over iterations that drafted: (0.3 + 0.1) / 2 = 0.2
-    assert summary == {
-        'iterations': 4, 'iterations_with_stats': 3, 'iterations_with_draft_tokens': 2,
-        'num_draft_tokens': 16, 'num_accepted_tokens': 9, 'num_requests_with_draft_tokens': 4,
-        'acceptance_rate': 0.5625, 'mean_acceptance_length': 3.25, 'mean_draft_overhead': 0.2,
-    }
-    assert reason == '3 of 4 iteration stats carry specDecodingStats'
+def test_counters_speculative_is_the_difference_of_two_scrapes():
+    text = ('trtllm_spec_decode_num_draft_tokens_total %d\ntrtllm_spec_decode_num_accepted_tokens_total %d\n'
+            'trtllm_spec_decode_drafted_tokens_total{token_position="0"} %d\n'
+            'trtllm_spec_decode_accepted_tokens_total{token_position="0"} %d\n')
+    before = metrics.snapshot(text % (100, 50, 10, 9))
+    after = metrics.snapshot(text % (140, 72, 14, 12))
+    spec, reason = ep.counters_speculative(before, after, 'http://x:9464/metrics')
+    # 22 of 40 drafts accepted over 4 steps: 0.55, and 1 + 22/4 = 6.5 tokens per step.
+    assert spec['acceptance_rate'] == 0.55 and spec['mean_acceptance_length'] == 6.5
+    assert spec['per_position'] == [{'position': 0, 'drafted': 4, 'accepted': 3, 'rate': 0.75}]
+    assert reason == 'http://x:9464/metrics: 40 draft tokens proposed, 22 accepted during the validation'
 
 
-def test_aggregate_iteration_stats_accepts_json_string_entries():
-    stats = [json.dumps({'specDecodingStats': {'numDraftTokens': 10, 'numAcceptedTokens': 7,
-                                               'numRequestsWithDraftTokens': 2, 'acceptanceLength': 4.5}})]
-    summary, dummy = ep.aggregate_iteration_stats(stats)
-    assert summary['acceptance_rate'] == 0.7 and summary['mean_acceptance_length'] == 4.5
-
-
-@pytest.mark.parametrize('stats,needle', [
-    ([], 'empty list'),
-    ([{'iter': 1}, {'iter': 2}], '2 iteration stats without specDecodingStats'),
-    ({'iter': 1}, 'malformed'),
-])
-def test_aggregate_iteration_stats_nothing(stats, needle):
-    summary, reason = ep.aggregate_iteration_stats(stats)
-    assert summary is None and needle in reason
-
-
-def test_aggregate_iteration_stats_no_drafts():
-    summary, reason = ep.aggregate_iteration_stats([{'specDecodingStats': {'numDraftTokens': 0}}])
-    assert summary['acceptance_rate'] is None and summary['mean_acceptance_length'] is None
-    assert 'no draft tokens' in reason
-
-
-def test_aggregate_perf_metrics():
-    items = [
-        {'request_id': 1, 'perf_metrics': {'speculative_decoding': {
-            'acceptance_rate': 0.5, 'total_accepted_draft_tokens': 10, 'total_draft_tokens': 20}}},
-        {'request_id': 2, 'perf_metrics': {'speculative_decoding': {
-            'acceptance_rate': '0.8', 'total_accepted_draft_tokens': '24', 'total_draft_tokens': '30'}}},
-        {'request_id': 3, 'perf_metrics': {'first_iter': 1}},
-    ]
-    summary, reason = ep.aggregate_perf_metrics(items)
-    # (10 + 24) / (20 + 30) = 0.68 ; mean of per-request rates (0.5 + 0.8) / 2 = 0.65
-    assert summary == {'requests': 3, 'requests_with_speculative_decoding': 2, 'total_draft_tokens': 50,
-                       'total_accepted_draft_tokens': 34, 'acceptance_rate': 0.68,
-                       'mean_request_acceptance_rate': 0.65}
-    assert reason == '2 of 3 request entries carry speculative_decoding'
-
-
-@pytest.mark.parametrize('items,needle', [
-    ([], 'perf_metrics_max_requests'),
-    ([{'request_id': 1, 'perf_metrics': {}}], 'without speculative_decoding'),
-    ('x', 'malformed'),
-])
-def test_aggregate_perf_metrics_nothing(items, needle):
-    summary, reason = ep.aggregate_perf_metrics(items)
-    assert summary is None and needle in reason
+def test_counters_without_speculative_decoding_report_none():
+    spec, reason = ep.counters_speculative(metrics.snapshot(''), metrics.snapshot('trtllm_x_total 1\n'), 'u')
+    assert spec is None and reason == 'u has no trtllm_spec_decode_num_draft_tokens_total (no speculative decoding served)'
 
 
 def _three_completions(clock):
@@ -392,17 +339,15 @@ def test_chat_success_with_speculative_figures(server):
     assert first['tokens_per_second'] == pytest.approx(16 / first['latency_s'], rel=1e-3)
     assert result['totals']['requests'] == 2 and result['totals']['completion_tokens'] == 32
     spec = result['speculative']
-    # per request the fake adds iterations (12 draft, 9 acc, 1 req, len 10, overhead .2) and
-    # (8 draft, 2 acc, 1 req, len 3, overhead .1); two requests: draft 40, acc 22
-    assert spec['metrics'] == {
-        'iterations': 4, 'iterations_with_stats': 4, 'iterations_with_draft_tokens': 4,
-        'num_draft_tokens': 40, 'num_accepted_tokens': 22, 'num_requests_with_draft_tokens': 4,
-        'acceptance_rate': 0.55, 'mean_acceptance_length': 6.5, 'mean_draft_overhead': 0.15}
-    assert spec['perf_metrics'] == {
-        'requests': 2, 'requests_with_speculative_decoding': 2, 'total_draft_tokens': 40,
-        'total_accepted_draft_tokens': 22, 'acceptance_rate': 0.55, 'mean_request_acceptance_rate': 0.55}
-    assert spec['acceptance_rate'] == 0.55 and spec['acceptance_rate_source'] == 'metrics'
+    # per request the fake adds two steps: 12 drafted, 9 accepted and 8 drafted, 2 accepted; two requests: 40 drafted,
+    # 22 accepted over 4 steps (1 + 22/4 = 6.5 tokens per step); position 0 was accepted in 4 steps of 4, position 2
+    # in 2 of 4 (9 >= 3, 2 < 3).
+    assert spec['acceptance_rate'] == 0.55 and spec['acceptance_rate_source'] == 'prometheus'
     assert spec['mean_acceptance_length'] == 6.5
+    assert spec['drafted_tokens'] == 40 and spec['accepted_tokens'] == 22
+    assert [(p['position'], p['drafted'], p['accepted']) for p in spec['per_position'][:3]] == [
+        (0, 4, 4), (1, 4, 4), (2, 4, 2)]
+    assert spec['metrics_url'] == server.url + '/prometheus/metrics'
     assert 'draft acceptance rate 0.550' in result['msg']
     posts = [r for r in server.requests if r['method'] == 'POST']
     assert len(posts) == 2 and all(r['path'] == '/v1/chat/completions' for r in posts)
@@ -411,9 +356,8 @@ def test_chat_success_with_speculative_figures(server):
                     'max_tokens': 64, 'temperature': 0.0, 'stream': False}
     assert posts[0]['headers']['Authorization'] == 'Bearer tok'
     assert posts[0]['headers']['X-Trace'] == 'abc'
-    # order: health, models, drain x2, generation, stats x2
-    assert server.paths('GET')[:2] == ['/health', '/v1/models']
-    assert server.paths('GET')[-2:] == ['/metrics', '/perf_metrics']
+    # order: health, models, the counters, generation, the counters; the drained stats are never read
+    assert server.paths('GET') == ['/health', '/v1/models', '/prometheus/metrics', '/prometheus/metrics']
 
 
 def test_completions_success(server):
@@ -433,50 +377,44 @@ def test_both_apis_n_requests(server):
     assert result['totals']['requests'] == 6
     assert result['totals']['by_api']['chat']['requests'] == 3
     assert result['totals']['by_api']['completions']['completion_tokens'] == 48
-    assert result['speculative']['metrics']['num_draft_tokens'] == 6 * 20
+    assert result['speculative']['drafted_tokens'] == 6 * 20
 
 
-def test_stale_stats_are_discarded_first():
-    stale = [{'iter': 0, 'specDecodingStats': {'numDraftTokens': 1000, 'numAcceptedTokens': 0,
-                                               'numRequestsWithDraftTokens': 1, 'acceptanceLength': 1.0}}]
-    cfg = FakeConfig(initial_metrics=stale)
-    with FakeTrtllmServer(cfg) as srv:
+def test_earlier_traffic_never_counts():
+    with FakeTrtllmServer(FakeConfig()) as srv:
+        run(srv, requests=3)
         result = run(srv)
-    assert result['speculative']['metrics']['num_draft_tokens'] == 20
-    with FakeTrtllmServer(FakeConfig(initial_metrics=stale)) as srv:
+    assert result['speculative']['drafted_tokens'] == 20
+    # the ignored discard_stale_stats changes nothing: the counters are read before and after
+    with FakeTrtllmServer(FakeConfig()) as srv:
+        run(srv)
         result = run(srv, discard_stale_stats=False)
-    assert result['speculative']['metrics']['num_draft_tokens'] == 1020
-    # 9 + 2 accepted out of 1020
-    assert result['speculative']['acceptance_rate'] == round(11 / 1020, 6)
+    assert result['speculative']['drafted_tokens'] == 20 and result['speculative']['acceptance_rate'] == 0.55
 
 
 def test_speculative_stats_disabled(server):
     result = run(server, speculative_stats=False)
     assert result['speculative'] is None and 'speculative_stats=false' in result['speculative_reason']
-    assert '/metrics' not in server.paths() and '/perf_metrics' not in server.paths()
-
-
-def test_metrics_404_falls_back_to_perf_metrics():
-    with FakeTrtllmServer(FakeConfig(metrics_status=404)) as srv:
-        result = run(srv)
-    assert result['speculative']['metrics'] is None
-    assert result['speculative']['acceptance_rate'] == 0.55
-    assert result['speculative']['acceptance_rate_source'] == 'perf_metrics'
-    assert '/metrics: not available on this build (HTTP 404)' in result['speculative_reason']
+    assert not [path for path in server.paths() if 'metrics' in path]
 
 
 def test_no_speculative_data_is_not_an_error():
-    with FakeTrtllmServer(FakeConfig(metrics_status=404, perf_metrics_status=404)) as srv:
+    with FakeTrtllmServer(FakeConfig(prometheus_status=404)) as srv:
         result = run(srv)
-    assert result['speculative'] is None
-    assert result['speculative_reason'] == ('/metrics: not available on this build (HTTP 404); '
-                                            '/perf_metrics: not available on this build (HTTP 404)')
-    with FakeTrtllmServer(FakeConfig(spec_stats_per_request=[], perf_spec_per_request=None)) as srv:
+        assert result['speculative'] is None
+        assert result['speculative_reason'] == srv.url + '/prometheus/metrics: HTTP 404: {"detail": "Not Found"}'
+        result = run(srv, prometheus_url=None)
+    assert result['speculative'] is None and 'no prometheus_url' in result['speculative_reason']
+    with FakeTrtllmServer(FakeConfig(spec_stats_per_request=[None])) as srv:
         result = run(srv)
-    assert result['speculative'] is None
-    assert '/metrics: empty list' in result['speculative_reason']
-    assert '/perf_metrics: 1 request entries without speculative_decoding' in result['speculative_reason']
+    assert result['speculative'] is None and 'no trtllm_spec_decode_num_draft_tokens_total' in result['speculative_reason']
     assert 'acceptance' not in result['msg']
+
+
+def test_prometheus_url_is_checked():
+    with pytest.raises(ep.EndpointError) as info:
+        ep.validate_endpoint(params(prometheus_url='ftp://x/metrics'))
+    assert 'prometheus_url must be an http:// or https:// URL' in info.value.msg
 
 
 def test_ready_after_delay(server):

@@ -236,6 +236,13 @@ def _applied(plans, facts, token="given"):
         node["containers"] = {docker["name"]: {"image_ref": docker["image"], "image_id": "sha256:img",
                                                "running": True, "spec": docker["labels"][p.SPEC_LABEL],
                                                "mounts": {p.CONFIG_MOUNT: container["config_dir"]}, "files": files}}
+        exporter = container["exporter"]
+        if exporter:
+            with open(p._EXPORTER, encoding="utf-8") as handle:
+                put(exporter["file"]["path"], handle.read().rstrip() + "\n", "0644")
+            node["containers"][exporter["name"]] = {"image_ref": exporter["image"], "image_id": "sha256:img",
+                                                    "running": True, "spec": exporter["labels"][p.SPEC_LABEL],
+                                                    "mounts": {p.CONFIG_MOUNT: container["config_dir"]}, "files": files}
         node["netplan"] = {plan["netplan"]["file"]: {"sha256": p.sha256(plan["netplan"]["content"]), "mode": "0600",
                                                      "owner": "root", "group": "root"}} if plan["netplan"] else {}
         node["ipv4"] = {"eth0": ["172.18.0.2/16"]}

@@ -217,7 +217,10 @@ def test_single_spark_draft_target():
 def test_low_latency_publishes_its_port_on_a_bridge():
     plans, dummy = one(prof="single_spark_low_latency")
     docker = plans["spark-a"]["container"]["docker"]
-    assert docker["network_mode"] == "bridge" and docker["published_ports"] == ["8000:8000"]
+    # The metrics exporter shares the server's namespace: its port is published too.
+    assert docker["network_mode"] == "bridge" and docker["published_ports"] == ["8000:8000", "9464:9464"]
+    exporter = plans["spark-a"]["container"]["exporter"]
+    assert exporter["network_mode"] == "container:trtllm-specdec" and exporter["command"][-1] == "0.0.0.0:9464"
     assert docker["env"] == {"TRTLLM_ENABLE_PDL": "1", "HF_TOKEN_PATH": "/etc/dgx-spark/hf_token",
                              "TIKTOKEN_ENCODINGS_BASE": "/etc/dgx-spark/tiktoken"}
     assert "--trust_remote_code" in plans["spark-a"]["serve"]["argv"]

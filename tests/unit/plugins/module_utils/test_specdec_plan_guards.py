@@ -166,7 +166,8 @@ def test_allow_list_guards_the_serving_ports():
     firewall = plans["spark-a"]["container"]["firewall"]
     assert firewall["enabled"] and firewall["changes"]["create_chain"] and firewall["changes"]["apply"]
     assert [r.get("source") for r in firewall["chain_rules"]][:2] == ["10.0.0.7/32", "10.1.0.0/16"]
-    assert firewall["jumps"][-1]["destination_ports"] == ["8000"]
+    # The server's port and the metrics exporter's.
+    assert firewall["jumps"][-1]["destination_ports"] == ["8000", "9464"]
     # Triton: its three ports.
     plans, dummy = one({"specdec_serve_allowed_clients": ["10.0.0.7"]}, prof="single_spark_triton_eagle3")
     assert plans["spark-a"]["container"]["firewall"]["jumps"][-1]["destination_ports"] == ["8000", "8001", "8002"]
@@ -187,7 +188,7 @@ def test_rules_already_there_change_nothing_and_a_dropped_list_removes_them():
     firewall = plans["spark-a"]["container"]["firewall"]
     fact = spark("spark-a")
     fact["firewall"] = ["-N DGX-SPECDEC",
-                        '-A INPUT -p tcp -m multiport --dports 8000 -m comment --comment "dgx-spark.specdec" -j DGX-SPECDEC',
+                        '-A INPUT -p tcp -m multiport --dports 8000,9464 -m comment --comment "dgx-spark.specdec" -j DGX-SPECDEC',
                         '-A DGX-SPECDEC -s 10.0.0.7/32 -m comment --comment "dgx-spark.specdec" -j ACCEPT',
                         '-A DGX-SPECDEC -i lo -m comment --comment "dgx-spark.specdec" -j ACCEPT',
                         '-A DGX-SPECDEC -p tcp -m comment --comment "dgx-spark.specdec" -j REJECT --reject-with tcp-reset']
@@ -202,7 +203,8 @@ def test_rules_already_there_change_nothing_and_a_dropped_list_removes_them():
 def test_published_port_brings_the_docker0_rules():
     plans, dummy = one({"specdec_serve_allowed_clients": ["10.0.0.7"]}, prof="single_spark_low_latency")
     chains = [(r["chain"], r["jump"]) for r in plans["spark-a"]["container"]["firewall"]["jumps"]]
-    assert chains == [("INPUT", "ACCEPT"), ("DOCKER-USER", "ACCEPT"), ("DOCKER-USER", "DGX-SPECDEC"),
+    # docker0 reaches the server's and the metrics exporter's published ports.
+    assert chains == [("INPUT", "ACCEPT"), ("INPUT", "ACCEPT"), ("DOCKER-USER", "ACCEPT"), ("DOCKER-USER", "DGX-SPECDEC"),
                       ("INPUT", "DGX-SPECDEC")]
 
 

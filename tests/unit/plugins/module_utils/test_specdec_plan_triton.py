@@ -55,7 +55,7 @@ def test_the_tutorials_eagle3_through_triton():
         "--http_port", "8000", "--grpc_port", "8001", "--metrics_port", "8002"]
     assert serve["endpoint"] == {
         "url": "http://127.0.0.1:8000", "port": 8000, "model": "tensorrt_llm", "api": "triton", "prompt": "What is ML?",
-        "max_tokens": 50, "requests": 1, "metrics_url": "http://127.0.0.1:8002",
+        "max_tokens": 50, "requests": 1, "metrics_url": "http://127.0.0.1:8002", "prometheus_url": None,
         "tokenizer": {"container": "triton-specdec", "model": "meta-llama/Llama-3.1-8B-Instruct"}}
 
 
