@@ -64,6 +64,7 @@ _DEVICE = re.compile(r"^/dev/[A-Za-z0-9._/-]+(?::/dev/[A-Za-z0-9._/-]+)?(?::[rwm
 _NETWORK = re.compile(r"^(?:host|bridge|none|container:[A-Za-z0-9][A-Za-z0-9_.-]*|[A-Za-z0-9][A-Za-z0-9_.-]*)$")
 _IPC = re.compile(r"^(?:host|private|shareable|none|container:[A-Za-z0-9][A-Za-z0-9_.-]*)$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_DURATION = re.compile(r"^(?:[0-9]+(?:ms|s|m|h|d|w|y))+$")
 
 
 def is_path(value):
@@ -104,6 +105,7 @@ FORMATS = {
     "network": (lambda v: bool(_NETWORK.match(v)), "host, bridge, none, container:NAME or a network name"),
     "ipc": (lambda v: bool(_IPC.match(v)), "host, private, shareable, none or container:NAME"),
     "name": (lambda v: bool(_NAME.match(v)), "a name of letters, digits and _.- (at most 128)"),
+    "duration": (lambda v: bool(_DURATION.match(v)), "a Prometheus duration such as 15s, 5m, 15d (ms, s, m, h, d, w, y)"),
     "arg": (lambda v: "\n" not in v and "\0" not in v and v != "", "a non-empty string without newlines"),
     "text": (lambda v: "\0" not in v, "a string without NUL characters"),
 }
@@ -124,7 +126,8 @@ class Input:
     """One variable: what it is, where it applies, what is accepted."""
 
     __slots__ = ("name", "kind", "doc", "scope", "default", "profile", "fmt", "choices", "minimum", "maximum",
-                 "nullable", "applied", "aliases", "default_doc", "secret", "deprecated", "entry_points", "template")
+                 "nullable", "applied", "aliases", "default_doc", "secret", "deprecated", "entry_points", "template",
+                 "elements")
 
     def __init__(self, name, kind, doc, **kw):
         self.name = name
@@ -145,6 +148,7 @@ class Input:
         self.deprecated = kw.pop("deprecated", None)       # why, for a variable that is going away
         self.entry_points = tuple(kw.pop("entry_points", ("main",)))
         self.template = kw.pop("template", None)           # a role default computed by Jinja (defaults/main.yml)
+        self.elements = kw.pop("elements", "str")          # a list's items (argument spec)
         if kw:
             raise ValueError("%s: unknown fields %s" % (name, ", ".join(sorted(kw))))
         if kind not in KINDS or self.scope not in (CLUSTER, NODE) or self.applied not in APPLIED:
@@ -157,7 +161,8 @@ class Input:
     @property
     def role(self):
         """The role whose documentation carries it (None: the plan's or a playbook's own)."""
-        for role in ("specdec_serve", "trtllm_container", "netplan_qsfp", "openmpi_hostfile", "docker_group"):
+        for role in ("specdec_serve", "specdec_monitoring", "trtllm_container", "netplan_qsfp", "openmpi_hostfile",
+                     "docker_group"):
             if self.name.startswith(role + "_"):
                 return role
         return None
@@ -443,6 +448,25 @@ INPUTS = (
        default="docker"),
     _I("docker_group_verify", "bool", "After a user is added, run docker ps as that user.", scope=NODE,
        applied="role", default=True),
+    # -- specdec_monitoring (the monitoring host) --------------------------------------------------------------------
+    _I("specdec_monitoring_targets", "list", "Prometheus file_sd entries to scrape, each {targets, labels}; "
+       "playbooks/monitoring.yml sets them from the clusters' plans (dgx_spark.specdec.scrape_targets).", scope=NODE,
+       applied="role", default=[], elements="dict"),
+    _I("specdec_monitoring_install", "bool", "Install Debian's prometheus package with apt (false - Prometheus is "
+       "installed already, from its package; the role writes its configuration).", scope=NODE, applied="role",
+       default=True),
+    _I("specdec_monitoring_port", "int", "The port Prometheus listens on.", scope=NODE, applied="role", default=9090,
+       minimum=1, maximum=65535),
+    _I("specdec_monitoring_scrape_interval", "str", "How often every cluster is scraped (also the rules' evaluation "
+       "interval).", scope=NODE, applied="role", default="15s", fmt="duration"),
+    _I("specdec_monitoring_retention", "str", "How long Prometheus keeps samples (--storage.tsdb.retention.time).",
+       scope=NODE, applied="role", default="15d", fmt="duration"),
+    _I("specdec_monitoring_config_dir", "str", "Prometheus' configuration directory (prometheus.yml is written there; "
+       "the collection's rules and targets go in its dgx_spark_specdec/ subdirectory).", scope=NODE, applied="role",
+       default="/etc/prometheus", fmt="path"),
+    _I("specdec_monitoring_grafana_dir", "str", "Where the Grafana dashboard and its provisioning files are written "
+       "(provisioning/ and dashboards/ under it, for Grafana's provisioning path); null - not written.", scope=NODE,
+       applied="role", nullable=True, fmt="path"),
     # -- playbooks ---------------------------------------------------------------------------------------------------
     _I("specdec_teardown_remove_models", "bool", "playbooks/teardown.yml also removes the models the collection "
        "downloaded.", scope=NODE, applied="playbook", default=False),
@@ -615,6 +639,17 @@ def _as_float(value):
         return None
 
 
+def role_errors(role, where, variables):
+    """The messages for the inputs of ``role`` that the role reads itself (applied: role) and ``variables`` set
+    wrong: its first task names them before anything changes, as the plan does for the plan's inputs."""
+    errors = []
+    reader = Reader(where, variables, {}, errors)
+    for item in INPUTS:
+        if item.role == role and item.applied == "role" and item.name in variables:
+            reader.get(item.name)
+    return errors
+
+
 class Reader:
     """Reads one node's variables (else the profile's value, else the default), checking each value.
 
@@ -722,6 +757,11 @@ class Reader:
         if isinstance(value, str) or not isinstance(value, (list, tuple)):
             self.fail(item.name, value, item.accepted())
             return []
+        if item.elements == "dict":
+            bad = [element for element in value if not isinstance(element, dict)]
+            for element in bad:
+                self.fail("%s item" % item.name, element, "a mapping")
+            return [] if bad else list(value)
         out = []
         for element in value:
             if isinstance(element, (dict, list, bool)) or element is None or \

@@ -130,7 +130,8 @@ def acceptance(before, after):
 
     * acceptance rate = accepted draft tokens / drafted tokens;
     * a drafting step drafts the first position once, so the steps are its drafted tokens, the mean acceptance
-      length is ``1 + accepted / steps`` (the target's own token plus the accepted drafts), and the number of steps
+      length is ``1 + accepted / steps`` (the target's own token plus the accepted drafts, both counted per
+      position, so that they cover the same steps), and the number of steps
       that accepted at least k drafts is the k-th position's accepted tokens: the histogram of accepted lengths
       follows. ``token_position`` counts from 0, as the collector's ``SPEC_DEC_DRAFTED_PER_POS`` list index does.
     Without per-position counters the steps are unknown: rate only. None where nothing was drafted.
@@ -158,7 +159,8 @@ def acceptance(before, after):
         "accepted": accepted,
         "steps": steps,
         "acceptance_rate": round(accepted / drafted, 6) if drafted else None,
-        "mean_acceptance_length": round(1.0 + accepted / steps, 6) if steps and accepted is not None else None,
+        # Over the positions' own steps: the exporter counts positions in one-request iterations only.
+        "mean_acceptance_length": round(1.0 + sum(p["accepted"] for p in per_position) / steps, 6) if steps else None,
         "per_position": [p for p in per_position if p["drafted"]],
         "accepted_histogram": histogram,
     }

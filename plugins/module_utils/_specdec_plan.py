@@ -620,7 +620,8 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
                            netplan=links.get(host),
                            container=_container_part(plan, s, node, entry, env),
                            hostfile=_hostfile_part(plan, node, hostfile) if s.multinode else None,
-                           serve=_serve_part(plan, s, node, command))
+                           serve=_serve_part(plan, s, node, command),
+                           metrics=_metrics_part(plan, s, node))
         plans[host]["serve"]["current"] = plans[host]["container"]["current"]
     _changes(plan, s, plans)
     return plans, plan.warnings
@@ -1223,6 +1224,18 @@ def _exporter(plan, s, node, docker):
     spec["current"] = _current(found or {}, image, spec)
     spec["file"] = {"path": node["config_dir"] + "/" + EXPORTER_FILE, "sha256": exporter_sha256()}
     return spec, []
+
+
+def _metrics_part(plan, s, node):
+    """Where Prometheus scrapes the cluster (on the head; None elsewhere and without metrics): the port and path on
+    the head's address, and the labels every series of the cluster gets (the profile is added with the plan's)."""
+    if node["rank"] != 0 or not s.metrics_source:
+        return None
+    native = s.metrics_source == "native"
+    return {"source": s.metrics_source, "port": s.port if native else s.metrics_port,
+            "path": "/prometheus/metrics" if native else "/metrics",
+            "labels": {"cluster": plan.cluster, "release": s.version,
+                       "topology": s.topology if s.multinode else "single"}}
 
 
 def _current(running, image, docker):

@@ -47,14 +47,14 @@ attributes:
   check_mode:
     support: full
     details:
-      - In check mode no request is sent, no file is written, and RV(skipped) is true. RV(changed) tells whether
+      - In check mode no request is sent, no file is written, and RV(skipped) is true. C(changed) tells whether
         export files would be written.
   diff_mode:
     support: none
   idempotent:
     support: none
     details:
-      - With O(export_dir) every run writes new measurements (RV(changed) is true); without it nothing changes.
+      - With O(export_dir) every run writes new measurements (C(changed) is true); without it nothing changes.
 options:
   url:
     description:
@@ -126,7 +126,10 @@ options:
         V(http://127.0.0.1:8000/prometheus/metrics) or the collection's exporter V(http://127.0.0.1:9464/metrics).
       - Omitted, the acceptance figures are null.
       - Not with O(api=triton) (its acceptance comes from the responses).
+      - The alias O(prometheus_url) is the name M(dgx_spark.specdec.specdec_endpoint) and the plan
+        (C(specdec_plan.serve.endpoint.prometheus_url)) use for the same URL.
     type: str
+    aliases: [prometheus_url]
   export_dir:
     description:
       - Directory on the host where the module runs for C(profile_export_aiperf.json) and C(profile_export.jsonl)
@@ -270,7 +273,9 @@ accepted_histogram:
   type: list
   elements: int
 acceptance_per_position:
-  description: Acceptance by draft position, each C({position, drafted, accepted, rate}); null without per-position counters.
+  description:
+    - Acceptance by draft position, each C({position, drafted, accepted, rate}); null without per-position counters.
+    - C(position) is the collector's C(token_position) label (C(0) is the first draft token).
   returned: success
   type: list
   elements: dict
@@ -328,7 +333,7 @@ def main():
             concurrency=dict(type="int", default=1),
             warmup=dict(type="int", default=2),
             timeout=dict(type="float", default=600),
-            metrics_url=dict(type="str"),
+            metrics_url=dict(type="str", aliases=["prometheus_url"]),
             export_dir=dict(type="path"),
             api_key=dict(type="str", no_log=True),
             validate_certs=dict(type="bool", default=True),

@@ -234,8 +234,9 @@ def test_counters_speculative_is_the_difference_of_two_scrapes():
     before = metrics.snapshot(text % (100, 50, 10, 9))
     after = metrics.snapshot(text % (140, 72, 14, 12))
     spec, reason = ep.counters_speculative(before, after, 'http://x:9464/metrics')
-    # 22 of 40 drafts accepted over 4 steps: 0.55, and 1 + 22/4 = 6.5 tokens per step.
-    assert spec['acceptance_rate'] == 0.55 and spec['mean_acceptance_length'] == 6.5
+    # 22 of 40 drafts accepted: 0.55. Tokens per step from the positions' own counts: 3 accepted at the first (and
+    # only counted) position over 4 steps, 1 + 3/4.
+    assert spec['acceptance_rate'] == 0.55 and spec['mean_acceptance_length'] == 1.75
     assert spec['per_position'] == [{'position': 0, 'drafted': 4, 'accepted': 3, 'rate': 0.75}]
     assert reason == 'http://x:9464/metrics: 40 draft tokens proposed, 22 accepted during the validation'
 

@@ -45,12 +45,13 @@ def base_args(srv, **extra):
 
 
 def test_success_not_changed(capsys, server):
-    rc, result = run_module(capsys, base_args(server, api='both', requests=2))
+    rc, result = run_module(capsys, base_args(server, api='both', requests=2,
+                                              prometheus_url=server.url + '/prometheus/metrics'))
     assert rc == 0
     assert result['changed'] is False and not result.get('failed')
     assert result['totals']['requests'] == 4
     assert result['speculative']['acceptance_rate'] == 0.55
-    assert result['speculative']['metrics']['num_draft_tokens'] == 80
+    assert result['speculative']['drafted_tokens'] == 80
     assert result['served_models'] == [server.config.model_id]
     assert all(not k.startswith('_') for r in result['results'] for k in r)
     assert result['msg'].startswith('4 requests to %s OK' % server.url)

@@ -108,15 +108,6 @@ def test_a_stream_without_text_is_an_error():
         _bench.stream_one(fake_opener([(0.1, b"data: [DONE]\n")]), "u", "chat", {}, {}, 5, iter([0.0, 0.1]).__next__)
 
 
-def test_histogram_and_step_time_from_iteration_stats():
-    entries = [{"iterLatencyMS": 10.0, "specDecodingStats": {"numDraftTokens": 3, "numAcceptedTokens": a}} for a in (0, 3, 1, 3)]
-    stats = _bench.speculative_stats(entries + [{"iterLatencyMS": 14.0}])
-    assert stats["accepted_histogram"] == [1, 1, 0, 2]
-    assert stats["acceptance_rate"] == pytest.approx(7 / 12.0)
-    assert stats["mean_acceptance_length"] == pytest.approx(1 + 7 / 4.0)
-    assert stats["step_ms_mean"] == pytest.approx(10.8)
-    assert _bench.iterations({"iterationStats": entries}) == entries
-
-
 def test_percentiles():
-    assert _bench.percentile([5, 1, 3, 2, 4], 0.5) == 3 and _bench.percentile([1, 2, 3, 4, 100], 0.95) == 100
+    # Linear between the closest ranks (numpy's default, as AIPerf computes them).
+    assert _bench.percentile([5, 1, 3, 2, 4], 0.5) == 3 and _bench.percentile([1, 2, 3, 4, 100], 0.95) == pytest.approx(80.8)

@@ -14,7 +14,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from . import env_float, sim
+from . import env_float, metrics, sim
 
 GiB = 1024 ** 3
 
@@ -54,10 +54,13 @@ class Engine:
         self.iter_counter = 0
         self.request_counter = 0
         self.active = 0
+        self.waiting = 0
         self.used_blocks = 0
         self.alloc_total = 0
         self.seen_prefixes = set()
         self.iter_stats = collections.deque(maxlen=1000)
+        self.latest_iter = None      # the newest iteration stat, drained or not (the metrics' iteration gauges)
+        self.metrics = None          # metrics.Metrics when the server mounts /prometheus/metrics (App.load)
         self.perf = collections.deque(maxlen=max(1, perf_max))
         self.counters = collections.Counter()
 
@@ -80,14 +83,22 @@ class Engine:
         return int(math.ceil(tokens / float(self.tokens_per_block)))
 
     # -- one request -----------------------------------------------------------------------
-    def generate(self, prompt_key, prompt_tokens, max_tokens, temperature, on_step=None):
-        """Run a simulated request; returns (words, finish_reason, stats dict)."""
+    def generate(self, prompt_key, prompt_tokens, max_tokens, temperature, on_step=None, multiple=False,
+                 record_metrics=True):
+        """Run a simulated request; returns (words, finish_reason, stats dict).
+
+        ``multiple``: one of several choices of a request (n > 1; the release reports no TPOT for those).
+        ``record_metrics``: False for the server's own generations (/health_generate).
+        """
         arrival = time.time()
         words, finish = sim.generate_words(self.model, prompt_key, max_tokens)
         steps = sim.simulate_steps(self.spec, self.model, prompt_key, max_tokens, len(words), temperature)
+        with self.lock:
+            self.waiting += 1
         with self.slots:
             scheduled = time.time()
             with self.lock:
+                self.waiting -= 1
                 self.active += 1
                 self.request_counter += 1
                 request_id = self.request_counter
@@ -105,6 +116,9 @@ class Engine:
                 first_token_time = None
                 produced = 0
                 drafted_total = accepted_total = 0
+                # Each step drafts positions 0..drafted-1 and accepts the prefix 0..accepted-1.
+                drafted_per_position = [0] * max([0] + [step[1] for step in steps])
+                accepted_per_position = [0] * len(drafted_per_position)
                 for tokens, drafted, accepted in steps:
                     with self.lock:
                         active = self.active
@@ -113,6 +127,10 @@ class Engine:
                     produced += tokens
                     drafted_total += drafted
                     accepted_total += accepted
+                    for position in range(drafted):
+                        drafted_per_position[position] += 1
+                        if position < accepted:
+                            accepted_per_position[position] += 1
                     if first_token_time is None:
                         first_token_time = time.time()
                     self._record_iteration(step, drafted, accepted, active, reused, new_blocks)
@@ -139,7 +157,13 @@ class Engine:
             "missed_blocks": prompt_blocks - reused,
             "new_blocks": new_blocks,
             "total_blocks": new_blocks + reused,
+            "drafted_per_position": drafted_per_position,
+            "accepted_per_position": accepted_per_position,
         }
+        if self.metrics is not None and record_metrics:
+            with self.lock:
+                latest = self.latest_iter if self.iter_stats_enabled else None
+            self.metrics.log_request(finish, stats, len(words), multiple=multiple, iteration=latest)
         with self.lock:
             self.counters["requests"] += 1
             self.counters["completion_tokens"] += len(words)
@@ -188,6 +212,7 @@ class Engine:
                 "cpuMemUsage": 0,
                 "pinnedMemUsage": 0,
                 "numActiveRequests": active,
+                "numQueuedRequests": self.waiting,
                 "maxNumActiveRequests": self.max_batch_size,
                 "maxBatchSizeRuntime": min(self.max_batch_size, max(1, active)),
                 "kvCacheStats": {
@@ -225,6 +250,7 @@ class Engine:
                     "draftOverhead": round(draft_ms / latency_ms, 4) if latency_ms else 0.0,
                 }
             self.iter_stats.append(entry)
+            self.latest_iter = entry
 
     def drain_iter_stats(self):
         with self.lock:
@@ -299,7 +325,11 @@ class App:
         self.created = int(time.time())
 
     def load(self):
-        self.engine = self.engine_factory()
+        engine = self.engine_factory()
+        # The release mounts the route, and creates its metrics collector, only with return_perf_metrics.
+        if engine.options.get("return_perf_metrics"):
+            engine.metrics = metrics.Metrics(self.version)
+        self.engine = engine
         self.ready.set()
 
     # -- request bodies -------------------------------------------------------------------
@@ -432,7 +462,7 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/health":
             return self._send(200, b"", content_type="text/plain; charset=utf-8")
         if path == "/health_generate":
-            engine.generate("hi", 4, 1, 0.0)
+            engine.generate("hi", 4, 1, 0.0, record_metrics=False)
             return self._send(200, b"Generation health check OK", content_type="text/plain; charset=utf-8")
         if path == "/v1/models":
             return self._send(200, {"object": "list", "data": [
@@ -442,13 +472,10 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/perf_metrics":
             return self._send(200, engine.drain_perf())
         if path == "/prometheus/metrics":
-            if not engine.perf_enabled:
+            if engine.metrics is None:
                 return self._send(404, {"detail": "Not Found"})
-            lines = ["# TYPE trtllm_request_success_total counter",
-                     "trtllm_request_success_total %d" % engine.counters["requests"],
-                     "# TYPE trtllm_generation_tokens_total counter",
-                     "trtllm_generation_tokens_total %d" % engine.counters["completion_tokens"]]
-            return self._send(200, "\n".join(lines) + "\n", content_type="text/plain; version=0.0.4")
+            body, content_type = engine.metrics.render(self.headers.get("accept"))
+            return self._send(200, body, content_type=content_type)
         return None
 
     do_HEAD = do_GET
@@ -474,7 +501,8 @@ class Handler(BaseHTTPRequestHandler):
         completion_tokens = 0
         for index in range(n):
             choice_key = key if index == 0 else "%s\x00%d" % (key, index)
-            words, finish, _stats = app.engine.generate(choice_key, prompt_tokens, max_tokens, temperature)
+            words, finish, _stats = app.engine.generate(choice_key, prompt_tokens, max_tokens, temperature,
+                                                        multiple=n > 1)
             completion_tokens += len(words)
             text = sim.render(words)
             if chat:
