@@ -188,6 +188,9 @@ FOLDED = {
     ACCEPTED: ("counter", "Draft tokens accepted (collection exporter, from iteration stats)."),
     POSITION_DRAFTED: ("counter", "Draft tokens proposed per draft position (iterations with one drafting request)."),
     POSITION_ACCEPTED: ("counter", "Draft tokens accepted per draft position (iterations with one drafting request)."),
+    PREFIX + "generation_tokens_total": ("counter", "Tokens generated: each iteration's generation requests times its "
+                                                    "mean decoded tokens per request (inflightBatchingStats)."),
+    PREFIX + "prompt_tokens_total": ("counter", "Context tokens the iterations processed (inflightBatchingStats)."),
     PREFIX + "spec_decode_acceptance_length": ("gauge", "Acceptance length of the newest iteration."),
     PREFIX + "spec_decode_draft_overhead": ("gauge", "Draft overhead of the newest iteration."),
     PREFIX + "num_requests_running": ("gauge", "Active requests."),
@@ -214,7 +217,8 @@ class IterationFolder:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.counters = {DRAFTED: 0.0, ACCEPTED: 0.0, PREFIX + "exporter_iterations_total": 0.0}
+        self.counters = {DRAFTED: 0.0, ACCEPTED: 0.0, PREFIX + "exporter_iterations_total": 0.0,
+                         PREFIX + "generation_tokens_total": 0.0, PREFIX + "prompt_tokens_total": 0.0}
         self.positions = {}
         self.gauges = {}
         self.spec_seen = False
@@ -234,6 +238,11 @@ class IterationFolder:
             gauges[PREFIX + "num_requests_waiting"] = _num(entry, "numQueuedRequests")
         if "iterLatencyMS" in entry:
             gauges[PREFIX + "iteration_latency_seconds"] = _num(entry, "iterLatencyMS") / 1000.0
+        batching = entry.get("inflightBatchingStats")
+        if isinstance(batching, dict):
+            self.counters[PREFIX + "generation_tokens_total"] += round(
+                _num(batching, "numGenRequests") * _num(batching, "avgNumDecodedTokensPerIter"))
+            self.counters[PREFIX + "prompt_tokens_total"] += _num(batching, "numCtxTokens")
         kv = entry.get("kvCacheStats")
         if isinstance(kv, dict) and "maxNumBlocks" in kv:
             most, used = _num(kv, "maxNumBlocks"), _num(kv, "usedNumBlocks")

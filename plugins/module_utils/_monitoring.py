@@ -51,6 +51,10 @@ def scrape_targets(hosts, hostvars):
             skipped.append("%s: no Prometheus metrics (specdec_serve_metrics is false, or Triton's own metrics "
                            "port)" % cluster)
             continue
+        if metrics.get("local_only"):
+            skipped.append("%s: its server and metrics listen on loopback only (specdec_serve_host); set "
+                           "specdec_serve_host to an address the monitoring host reaches" % cluster)
+            continue
         labels = dict(metrics["labels"], profile=str(plan.get("profile") or "custom"), __metrics_path__=metrics["path"])
         targets.append({"targets": ["%s:%d" % (_address(host, variables), int(metrics["port"]))], "labels": labels})
     return targets, skipped

@@ -1233,6 +1233,8 @@ def _metrics_part(plan, s, node):
         return None
     native = s.metrics_source == "native"
     return {"source": s.metrics_source, "port": s.port if native else s.metrics_port,
+            # A server that listens on loopback only serves its metrics there too: nothing to scrape from outside.
+            "local_only": s.bind in ("localhost", "::1") or s.bind.startswith("127."),
             "path": "/prometheus/metrics" if native else "/metrics",
             "labels": {"cluster": plan.cluster, "release": s.version,
                        "topology": s.topology if s.multinode else "single"}}

@@ -49,6 +49,8 @@ GAUGES = {
     "trtllm_num_requests_waiting", "trtllm_kv_cache_utilization", "trtllm_kv_cache_max_blocks",
     "trtllm_kv_cache_used_blocks", "trtllm_kv_cache_free_blocks", "trtllm_iteration_latency_seconds",
     "trtllm_speculative_config_info",
+    # the collection's exporter: 1 while the server behind it answers
+    "trtllm_exporter_upstream_up",
 }
 HISTOGRAMS = {
     "trtllm_time_to_first_token_seconds", "trtllm_time_per_output_token_seconds",
@@ -268,7 +270,8 @@ def test_required_alerts():
     found = alerts()
     assert set(found) >= {"TrtllmEndpointDown", "TrtllmSpecDecodeAcceptanceCollapsed", "TrtllmKvCacheNearlyFull", "TrtllmRequestsQueueing"}
     down = found["TrtllmEndpointDown"]
-    assert down["expr"].strip() == 'up{job="trtllm"} == 0' and down["for"] == "1m" and down["labels"]["severity"] == "critical"
+    assert down["expr"].strip().startswith('up{job="trtllm"} == 0\nor\n') and "trtllm_exporter_upstream_up" in down["expr"]
+    assert down["for"] == "1m" and down["labels"]["severity"] == "critical"
     assert "{{ $labels.instance }}" in down["annotations"]["summary"]
     collapsed = found["TrtllmSpecDecodeAcceptanceCollapsed"]
     assert "avg_over_time(cluster:trtllm_spec_decode_acceptance_rate:rate5m[1h])" in collapsed["expr"] and collapsed["for"] == "10m"

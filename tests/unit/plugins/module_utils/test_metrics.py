@@ -76,7 +76,9 @@ def test_acceptance_without_speculative_decoding_is_none():
 
 def _iteration(drafted, accepted, requests=1, **extra):
     entry = {"iter": 1, "iterLatencyMS": 20.0, "numActiveRequests": requests, "numQueuedRequests": 2,
-             "kvCacheStats": {"maxNumBlocks": 100, "usedNumBlocks": 25, "freeNumBlocks": 75}}
+             "kvCacheStats": {"maxNumBlocks": 100, "usedNumBlocks": 25, "freeNumBlocks": 75},
+             "inflightBatchingStats": {"numGenRequests": requests, "numCtxTokens": 7,
+                                       "avgNumDecodedTokensPerIter": (accepted or 0) + 1.0}}
     if drafted is not None:
         entry["specDecodingStats"] = {"numDraftTokens": drafted, "numAcceptedTokens": accepted,
                                       "numRequestsWithDraftTokens": requests, "acceptanceLength": accepted + 1.0,
@@ -98,6 +100,9 @@ def test_folder_counts_totals_and_positions_of_single_request_iterations():
     assert m.total(samples, "trtllm_kv_cache_utilization") == 0.25
     assert m.total(samples, "trtllm_num_requests_waiting") == 2
     assert m.total(samples, "trtllm_iteration_latency_seconds") == 0.02
+    # Generated tokens: the requests of each iteration times their mean decoded tokens (4 + 2 + 1 + 2 * 5).
+    assert m.total(samples, "trtllm_generation_tokens_total") == 17
+    assert m.total(samples, "trtllm_prompt_tokens_total") == 28
     assert samples[m.DRAFTED][0][0] == {"model_name": "m"}
     assert "# TYPE trtllm_spec_decode_num_draft_tokens counter" in text
     # The exporter's counters read like the native ones.

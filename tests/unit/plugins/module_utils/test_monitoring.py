@@ -19,8 +19,8 @@ def _pair_plans():
 
 def test_one_target_per_cluster_at_its_heads_address_with_the_labels():
     plans = _pair_plans()
-    single, dummy = p.plan_cluster("single1", ["spark-c"], profile("single_spark_eagle3"), {"spark-c": {}},
-                                   {"spark-c": spark("spark-c")})
+    single, dummy = p.plan_cluster("single1", ["spark-c"], profile("single_spark_eagle3"),
+                                   {"spark-c": {"specdec_serve_host": "0.0.0.0"}}, {"spark-c": spark("spark-c")})
     hostvars = {"spark-a": {"specdec_plan": plans["spark-a"], "ansible_host": "10.0.0.1"},
                 "spark-b": {"specdec_plan": plans["spark-b"], "ansible_host": "10.0.0.2"},
                 "spark-c": {"specdec_plan": single["spark-c"]}}
@@ -61,3 +61,12 @@ def test_the_roles_own_inputs_are_checked_against_the_catalogue():
         "specdec_monitoring_port on mon: 70000 is not an integer from 1 to 65535",
         'specdec_monitoring_scrape_interval on mon: "15 seconds" is not a Prometheus duration such as 15s, 5m, 15d '
         "(ms, s, m, h, d, w, y)"]
+
+
+def test_a_cluster_listening_on_loopback_only_is_named_not_scraped():
+    single, dummy = p.plan_cluster("single1", ["spark-c"], profile("single_spark_eagle3"), {"spark-c": {}},
+                                   {"spark-c": spark("spark-c")})
+    targets, skipped = mon.scrape_targets(["spark-c"], {"spark-c": {"specdec_plan": single["spark-c"]}})
+    assert targets == [] and skipped == [
+        "single1: its server and metrics listen on loopback only (specdec_serve_host); set specdec_serve_host to an "
+        "address the monitoring host reaches"]
