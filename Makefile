@@ -13,7 +13,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: demo test bench venv docker ee fleet-demo unit lab-test lint sanity molecule molecule-fabrics lab-up lab-down clean docs
+.PHONY: demo test bench venv docker ee fleet-demo unit lab-test lint sanity molecule molecule-fabrics monitoring lab-up lab-down clean docs
 
 demo: venv docker
 	scripts/demo.sh
@@ -67,6 +67,10 @@ molecule: venv docker
 
 molecule-fabrics: venv docker
 	STAGES=molecule-fabrics scripts/test.sh
+
+# Prometheus and the dashboard: promtool's tests, then a served fleet scraped by the monitoring role (about 4 min).
+monitoring: venv docker
+	STAGES=monitoring scripts/test.sh
 
 lab-up: venv docker
 	molecule/resources/lab/lab up

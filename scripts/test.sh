@@ -5,7 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-STAGES=${STAGES:-"unit lint sanity lab netplan molecule-single molecule-triton molecule-two molecule-fabrics tune ee fleet"}
+STAGES=${STAGES:-"unit lint sanity lab netplan molecule-single molecule-triton molecule-two molecule-fabrics monitoring tune ee fleet"}
 mkdir -p build/test-logs
 passed=0
 failed=0
@@ -24,6 +24,9 @@ stage_cmd() {
     # One lab for both (ring_three leaves it up, switch_four takes it down); down here too when one failed.
     molecule-fabrics) { molecule test -s ring_three && molecule test -s switch_four; } \
       || { SPARK_LAB_PREFIX=molf- molecule/resources/lab/lab down >/dev/null 2>&1; false; } ;;
+    # promtool's checks and unit tests of the rules, the dashboard's queries, then a served fleet under Prometheus.
+    monitoring) python -m pytest tests/monitoring -q -p no:cacheprovider \
+      || { SPARK_LAB_PREFIX=mon- molecule/resources/lab/lab down >/dev/null 2>&1; false; } ;;
     ee) scripts/ee.sh ;;
     tune) python -m pytest tests/tune -q -p no:cacheprovider ;;
     fleet) python -m pytest tests/fleet -q -p no:cacheprovider ;;

@@ -461,11 +461,11 @@ INPUTS = (
        "interval).", scope=NODE, applied="role", default="15s", fmt="duration"),
     _I("specdec_monitoring_retention", "str", "How long Prometheus keeps samples (--storage.tsdb.retention.time).",
        scope=NODE, applied="role", default="15d", fmt="duration"),
-    _I("specdec_monitoring_config_dir", "str", "Prometheus' configuration directory (prometheus.yml is written there; "
-       "the collection's rules and targets go in its dgx_spark_specdec/ subdirectory).", scope=NODE, applied="role",
+    _I("specdec_monitoring_config_dir", "str", "Prometheus' configuration directory (prometheus.yml is written there, "
+       "the rules and targets in dgx_spark_specdec/).", scope=NODE, applied="role",
        default="/etc/prometheus", fmt="path"),
-    _I("specdec_monitoring_grafana_dir", "str", "Where the Grafana dashboard and its provisioning files are written "
-       "(provisioning/ and dashboards/ under it, for Grafana's provisioning path); null - not written.", scope=NODE,
+    _I("specdec_monitoring_grafana_dir", "str", "Where the Grafana dashboard and its provisioning files go "
+       "(its provisioning/ and dashboards/); null - not written.", scope=NODE,
        applied="role", nullable=True, fmt="path"),
     # -- playbooks ---------------------------------------------------------------------------------------------------
     _I("specdec_teardown_remove_models", "bool", "playbooks/teardown.yml also removes the models the collection "

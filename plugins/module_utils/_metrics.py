@@ -26,8 +26,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 import threading
-import time
 
 PREFIX = "trtllm_"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -422,14 +422,21 @@ class Exporter:
             self.poll()
 
 
-def _urllib_fetch(url, timeout):
-    import urllib.error
-    import urllib.request
+def http_fetch(url, timeout):
+    """GET a plain http:// URL (the node's own server) -> (status, body). The standard library only: the exporter
+    runs in the release image, without Ansible."""
+    import http.client
+    import urllib.parse
+    parts = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:  # nosec: the node's own server
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
+        connection.request("GET", (parts.path or "/") + ("?" + parts.query if parts.query else ""))
+        resp = connection.getresponse()
+        return resp.status, resp.read()
+    except http.client.HTTPException as exc:
+        raise OSError(str(exc))
+    finally:
+        connection.close()
 
 
 def main(argv=None):
@@ -445,7 +452,7 @@ def main(argv=None):
     parser.add_argument("--interval", type=float, default=2.0, help="seconds between polls of the iteration stats")
     args = parser.parse_args(argv)
     host, dummy, port = args.listen.rpartition(":")
-    exporter = Exporter(args.upstream, _urllib_fetch, args.interval)
+    exporter = Exporter(args.upstream, http_fetch, args.interval)
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (the standard library's name)
@@ -475,7 +482,8 @@ def main(argv=None):
     stop = threading.Event()
     threading.Thread(target=exporter.run_poller, args=(stop,), daemon=True).start()
     signal.signal(signal.SIGTERM, lambda *dummy: threading.Thread(target=server.shutdown).start())
-    print("exporter: %s -> http://%s/metrics every %.1f s" % (args.upstream, args.listen, args.interval), flush=True)
+    sys.stdout.write("exporter: %s -> http://%s/metrics every %.1f s\n" % (args.upstream, args.listen, args.interval))
+    sys.stdout.flush()
     server.serve_forever()
     stop.set()
     return 0

@@ -714,8 +714,8 @@ def _node_settings(plan, s, host, rank):
         settings["devices"].append("/dev/infiniband:/dev/infiniband")
     if rank == 0 and settings["own_network"] and s.metrics_source == "exporter" and s.metrics_port:
         # The exporter shares the server's network namespace: its port is published with the server's.
-        settings["published_ports"] = list(settings["published_ports"] or []) + ["%d:%d" % (s.metrics_port,
-                                                                                               s.metrics_port)]
+        port = "%d:%d" % (s.metrics_port, s.metrics_port)
+        settings["published_ports"] = list(settings["published_ports"] or []) + [port]
     settings.update(_dirs(r, home))
     return settings
 

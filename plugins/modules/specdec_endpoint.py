@@ -17,9 +17,9 @@ description:
     draft-token acceptance of those requests from the cumulative counters C(trtllm_spec_decode_num_draft_tokens_total),
     C(trtllm_spec_decode_num_accepted_tokens_total) and, per draft position, C(trtllm_spec_decode_drafted_tokens_total)
     and C(trtllm_spec_decode_accepted_tokens_total) (TensorRT-LLM's metrics collector, or the collection's exporter for
-    releases without them). The drained iteration stats (C(GET /metrics)) are never read: the exporter is their only
-    reader. A missing counter or an unreachable URL is not an error; RV(speculative_reason) says why nothing was
-    reported.
+    releases without them). The drained iteration stats (C(GET /metrics)) are never read, since the exporter must be
+    their only reader. A missing counter or an unreachable URL is not an error; RV(speculative_reason) says why
+    nothing was reported.
   - With O(api=triton) it validates Triton Inference Server's TensorRT-LLM LLM API backend instead. It waits for
     C(GET /v2/health/ready) and checks C(GET /v2/models/<model>/ready). It then sends O(requests) C(POST
     /v2/models/<model>/generate) requests with C(text_input), C(sampling_param_max_tokens) and

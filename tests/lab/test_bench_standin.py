@@ -29,7 +29,7 @@ PROMPTS = ["Write a haiku about a river.", "Explain speculative decoding to a ch
 @contextlib.contextmanager
 def exporter_for(server):
     """The collection's exporter over the stand-in, serving ``/metrics`` on a loopback port."""
-    exporter = _metrics.Exporter("http://127.0.0.1:%d" % server.port, _metrics._urllib_fetch)  # pylint: disable=protected-access
+    exporter = _metrics.Exporter("http://127.0.0.1:%d" % server.port, _metrics.http_fetch)
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (the standard library's name)

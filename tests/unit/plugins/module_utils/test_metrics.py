@@ -192,8 +192,8 @@ def test_exporter_serves_once_what_the_server_serves_itself():
     exporter = m.Exporter("http://127.0.0.1:8000", server.fetch)
     server.queue = [_iteration(3, 2)]
     samples = m.parse_text(exporter.scrape())
-    assert samples["trtllm_kv_cache_utilization"] == [({"engine_type": "undefined", "model_name": "undefined",
-                                                         "pid": "42"}, 0.5)]
+    native_labels = {"engine_type": "undefined", "model_name": "undefined", "pid": "42"}
+    assert samples["trtllm_kv_cache_utilization"] == [(native_labels, 0.5)]
     assert m.total(samples, "trtllm_request_success_total") == 3
     assert m.total(samples, m.DRAFTED) == 3 and server.reads == 1
 
