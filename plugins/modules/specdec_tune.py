@@ -181,6 +181,8 @@ def result_document(params, analysis, measured):
                          "acceptance_rate": bench.get("acceptance_rate"),
                          "mean_acceptance_length": bench.get("mean_acceptance_length"),
                          "accepted_histogram": bench.get("accepted_histogram"),
+                         # Measured from the cumulative per-position counters (token_position from 0).
+                         "acceptance_per_position": bench.get("acceptance_per_position"),
                          "step_ms_mean": bench.get("step_ms_mean")})
     base = params["baseline"]
     return {
@@ -199,6 +201,23 @@ def result_document(params, analysis, measured):
         "predicted": analysis["predicted"],
         "settings": settings,
     }
+
+
+def _per_position_table(settings):
+    """Measured acceptance at each draft position (1 = the first drafted token), one row per setting."""
+    rows = [(s["max_draft_len"], {p["position"]: p["rate"] for p in s.get("acceptance_per_position") or []})
+            for s in settings]
+    rows = [(length, rates) for length, rates in rows if rates]
+    if not rows:
+        return []
+    positions = sorted({p for dummy, rates in rows for p in rates})
+    lines = ["", "Acceptance per draft position, measured (the server's per-position counters):", "",
+             "| max_draft_len | " + " | ".join("pos %d" % (p + 1) for p in positions) + " |",
+             "|---|" + "---|" * len(positions)]
+    for length, rates in rows:
+        cells = ["-" if rates.get(p) is None else "%.2f" % rates[p] for p in positions]
+        lines.append("| %d | %s |" % (length, " | ".join(cells)))
+    return lines
 
 
 def report_markdown(doc):
@@ -239,6 +258,7 @@ def report_markdown(doc):
                   "position %s." % (doc["model"]["from_max_draft_len"], doc["model"]["target_step_ms"],
                                     doc["model"]["cost_per_draft_token_ms"],
                                     ", ".join("%.2f" % a for a in doc["acceptance"]["by_position"]))]
+    lines += _per_position_table(doc["settings"])
     lines += ["", "![tokens/s](tokens_per_s.png)", "", "![acceptance by draft position](acceptance.png)", ""]
     return "\n".join(lines)
 

@@ -32,7 +32,10 @@ def run(capsys, args):
 
 
 def test_predicts_then_chooses_and_writes_the_report(capsys, tmp_path):
-    measured = [{"max_draft_len": 8, "bench": bench(150.0, [10, 20, 20, 20, 10, 10, 5, 3, 2])}]
+    largest = bench(150.0, [10, 20, 20, 20, 10, 10, 5, 3, 2])
+    largest["acceptance_per_position"] = [{"position": 0, "drafted": 100, "accepted": 90, "rate": 0.9},
+                                          {"position": 1, "drafted": 100, "accepted": 70, "rate": 0.7}]
+    measured = [{"max_draft_len": 8, "bench": largest}]
     first = run(capsys, {"results_dir": str(tmp_path), "inputs": INPUTS, "baseline": BASELINE, "measured": measured})
     assert first["changed"] is False and first["reuse"] is False
     assert sorted(first["predicted"], key=int) == ["1", "2", "3", "4", "8"]
@@ -44,7 +47,11 @@ def test_predicts_then_chooses_and_writes_the_report(capsys, tmp_path):
     assert written["chosen_max_draft_len"] == max(first["to_confirm"])
     doc = json.loads((tmp_path / "tune.json").read_text())
     assert doc["baseline_tokens_per_s"] == 100.0 and doc["speculation_wins"] is True
-    assert "**Chosen: `max_draft_len: %d`**" % written["chosen_max_draft_len"] in (tmp_path / "report.md").read_text()
+    report = (tmp_path / "report.md").read_text()
+    assert "**Chosen: `max_draft_len: %d`**" % written["chosen_max_draft_len"] in report
+    # The measured acceptance per draft position, from the counters.
+    assert "| max_draft_len | pos 1 | pos 2 |\n|---|---|---|\n| 8 | 0.90 | 0.70 |" in report
+    assert doc["settings"][-1]["acceptance_per_position"][0]["rate"] == 0.9
     for plot in ("tokens_per_s.png", "acceptance.png"):
         assert (tmp_path / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     again = run(capsys, {"results_dir": str(tmp_path), "inputs": INPUTS, "baseline": BASELINE, "measured": measured,
