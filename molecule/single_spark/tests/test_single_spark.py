@@ -145,6 +145,8 @@ def test_teardown_removes_the_container_and_keeps_the_models(host):
     rc, output = vh.run_playbook("teardown.yml")
     assert rc == 0, output[-3000:]
     assert vh.docker("inspect", vh.serving_container("spark-a"), check=False).returncode != 0
+    # and the metrics exporter next to it
+    assert vh.docker("inspect", vh.serving_container("spark-a") + "-metrics", check=False).returncode != 0
     assert host.file(vh.home("spark-a") + "/models/Llama-3.1-8B-Instruct-FP4/.dgx-spark-complete").exists
     rc, output = vh.run_playbook("teardown.yml")
     assert rc == 0 and vh.changed_total(output) == 0, output[-3000:]

@@ -163,7 +163,8 @@ def test_token_never_exposed(host, node):
 
 
 def test_nothing_but_the_endpoint_listens_on_the_management_interface(host, node):
-    """From the peer, over the management network, only the head's OpenAI endpoint (and the Spark's own sshd) answers.
+    """From the peer, over the management network, only the head's OpenAI endpoint and its metrics exporter (and the
+    Spark's own sshd) answer.
 
     sshd listens on the QSFP addresses only. Open MPI 4.1 binds its listeners to every interface whatever
     *_if_include says, so the plan pins them to ports 50100-50132 and the entrypoint closes those to every
@@ -180,7 +181,7 @@ def test_nothing_but_the_endpoint_listens_on_the_management_interface(host, node
     probe = "timeout 3 bash -c '</dev/tcp/%s/%d' 2>/dev/null && echo open || echo closed"
     reachable = sorted(p for p in ports
                        if vh.docker("exec", peer, "sh", "-c", probe % (management, p)).stdout.strip() == "open")
-    assert reachable == ([8355] if node == "spark-a" else []), reachable
+    assert reachable == ([8355, 9464] if node == "spark-a" else []), reachable
     # The MPI port stays reachable over the QSFP link (what mpirun needs).
     assert vh.docker("exec", peer, "sh", "-c", probe % (PLAN[node][0], 50100)).stdout.strip() == "open"
 
