@@ -1185,14 +1185,9 @@ EXPORTER_SUFFIX = "-metrics"
 _EXPORTER = posixpath.join(posixpath.dirname(posixpath.abspath(__file__)), "_metrics.py")
 
 
-@functools.lru_cache(maxsize=1)
 def exporter_sha256():
     """The digest of the exporter program the trtllm_container role writes (module_utils/_metrics.py), None if unread."""
-    try:
-        with open(_EXPORTER, "rb") as handle:
-            return hashlib.sha256(handle.read().decode("utf-8").rstrip().encode("utf-8") + b"\n").hexdigest()
-    except OSError:
-        return None
+    return _written_sha256(_EXPORTER)
 
 
 def _exporter(plan, s, node, docker):
@@ -1288,15 +1283,20 @@ _ENTRYPOINT = posixpath.join(posixpath.dirname(posixpath.abspath(__file__)), "..
                              "files", "entrypoint.sh")
 
 
-@functools.lru_cache(maxsize=1)
-def entrypoint_sha256():
-    """The digest of the entrypoint the trtllm_container role writes (its file in the collection), None if unread."""
+@functools.lru_cache(maxsize=4)
+def _written_sha256(path):
+    """The digest of a file of the collection as a role writes it, None if unread."""
     try:
-        with open(_ENTRYPOINT, "rb") as handle:
-            # The role writes lookup('file') (trailing whitespace stripped) and one newline.
+        with open(path, "rb") as handle:
+            # The roles write lookup('file') (trailing whitespace stripped) and one newline.
             return hashlib.sha256(handle.read().decode("utf-8").rstrip().encode("utf-8") + b"\n").hexdigest()
     except OSError:
         return None
+
+
+def entrypoint_sha256():
+    """The digest of the entrypoint the trtllm_container role writes (its file in the collection), None if unread."""
+    return _written_sha256(_ENTRYPOINT)
 
 
 def _changes(plan, s, plans):

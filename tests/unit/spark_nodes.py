@@ -43,3 +43,29 @@ def spark(name, up=QSFP, ipv4=None, images=None, docker_ok=True, user="spark"):
         "tools": {"iptables": True},
         "hf_login_token": False,
     }
+
+
+def plan_pair(variables=None, facts=None):
+    """The plan of NVIDIA's two-Spark playbook on spark-a and spark-b, with ``variables`` on both."""
+    from ansible_collections.dgx_spark.specdec.plugins.module_utils import _specdec_plan as p
+    node_vars = {h: dict(netplan_qsfp_addresses=PLAYBOOK_ADDRESSES[h], **(variables or {}))
+                 for h in ("spark-a", "spark-b")}
+    facts = facts or {h: spark(h) for h in node_vars}
+    return p.plan_cluster("sparks", ["spark-a", "spark-b"], profile("two_spark_eagle3"), node_vars, facts)
+
+
+def plan_single(variables=None, prof="single_spark_eagle3", facts=None):
+    """The plan of a single Spark spark-a with the profile ``prof``."""
+    from ansible_collections.dgx_spark.specdec.plugins.module_utils import _specdec_plan as p
+    return p.plan_cluster("spark-a", ["spark-a"], profile(prof), {"spark-a": dict(variables or {})},
+                          {"spark-a": facts or spark("spark-a")})
+
+
+def plan_errors(call, *args, **kwargs):
+    """The plan's error messages of ``call(*args, **kwargs)``, which must refuse."""
+    from ansible_collections.dgx_spark.specdec.plugins.module_utils import _specdec_plan as p
+    try:
+        call(*args, **kwargs)
+    except p.PlanError as exc:
+        return exc.errors
+    raise AssertionError("no PlanError")

@@ -6,29 +6,12 @@ import sys
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _specdec_plan as p
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
-from spark_nodes import PLAYBOOK_ADDRESSES, profile, spark  # noqa: E402  pylint: disable=wrong-import-position
+from spark_nodes import PLAYBOOK_ADDRESSES, plan_errors, plan_pair, plan_single, spark  # noqa: E402  pylint: disable=wrong-import-position
 
 GIB = 1024 ** 3
 
 
-def two(variables=None, facts=None):
-    node_vars = {h: dict(netplan_qsfp_addresses=PLAYBOOK_ADDRESSES[h], **(variables or {}))
-                 for h in ("spark-a", "spark-b")}
-    facts = facts or {h: spark(h) for h in node_vars}
-    return p.plan_cluster("sparks", ["spark-a", "spark-b"], profile("two_spark_eagle3"), node_vars, facts)
-
-
-def one(variables=None, prof="single_spark_eagle3", facts=None):
-    return p.plan_cluster("spark-a", ["spark-a"], profile(prof), {"spark-a": dict(variables or {})},
-                          {"spark-a": facts or spark("spark-a")})
-
-
-def errors_of(call, *args, **kwargs):
-    try:
-        call(*args, **kwargs)
-    except p.PlanError as exc:
-        return exc.errors
-    raise AssertionError("no PlanError")
+two, one, errors_of = plan_pair, plan_single, plan_errors
 
 
 # -- memory -------------------------------------------------------------------------------------------------------
