@@ -128,7 +128,7 @@ def test_nodes_shape_file_and_idempotence(shapes_lab):
         assert sh(["docker", "inspect", "-f", '{{ index .Config.Labels "spark-lab.cluster" }}',
                    PREFIX + node]).stdout.strip() == cluster
     with open(os.path.join(shapes_lab["root"], "lab-" + PREFIX, "shape"), encoding="utf-8") as handle:
-        assert handle.read() == "1 1 4 3\n"
+        assert handle.read() == "1 1 4 3 -\n"  # PAIRS SINGLES SWITCH RING MONITORING
     ids = node_ids()
     # Without options: the saved shape, nothing rewired or recreated.
     again = lab(shapes_lab["env"], "up")
