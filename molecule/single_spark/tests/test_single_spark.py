@@ -66,6 +66,9 @@ def test_options_file(host):
         "speculative_config": {"decoding_type": "DraftTarget", "max_draft_len": 4,
                                "speculative_model_dir": "/models/Llama-3.1-8B-Instruct-FP4/"},
         "kv_cache_config": {"enable_block_reuse": False},
+        # Metrics on by default: /prometheus/metrics and the iteration stats the exporter reads.
+        "return_perf_metrics": True,
+        "enable_iter_perf_stats": True,
     }
 
 

@@ -138,6 +138,26 @@ def test_options_file_on_both_nodes(host, node):
     assert options["enable_chunked_prefill"] is False
 
 
+def test_the_head_serves_the_speculative_decoding_metrics_through_the_exporter(host, node):
+    """1.2.0rc6 has no speculative-decoding metrics: the exporter next to the server folds its iteration stats into
+    TensorRT-LLM's names; supervised like the server, on the head only."""
+    exporter = vh.serving_container(node) + "-metrics"
+    if node != "spark-a":
+        assert vh.docker("inspect", exporter, check=False).returncode != 0
+        return
+    assert vh.docker("inspect", "-f", "{{.HostConfig.RestartPolicy.Name}}", exporter).stdout.strip() == "unless-stopped"
+    status, body = vh.http_get(host, "http://127.0.0.1:9464/metrics")
+    samples = {}
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            name = line.split("{", 1)[0].split(" ", 1)[0]
+            samples[name] = samples.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+    # The endpoint validation drafted through the server; the release's own histograms come under trtllm_ names.
+    assert status == 200 and samples["trtllm_spec_decode_num_draft_tokens_total"] > 0
+    assert samples["trtllm_exporter_upstream_up"] == 1
+    assert "trtllm_time_to_first_token_seconds_count" in samples and "time_to_first_token_seconds_count" not in samples
+
+
 def test_draft_downloaded_on_both_nodes(host, node):
     assert host.file(vh.home(node) + "/models/Qwen3-235B-A22B-Eagle3/.dgx-spark-complete").exists
 
