@@ -376,16 +376,14 @@ def run_triton(client, model, prompts, max_tokens, tokenizer, runner, temperatur
     mono0, wall0 = clock(), wall_ns()
     records, answers = [], []
     for index, prompt in enumerate(prompts):
-        started = clock()
+        started, error = clock(), None
         try:
             answers.append(run_generation(client, "triton", index, len(prompts), model, prompt, max_tokens, temperature))
-            ended = clock()
-            records.append({"index": index, "worker": 0, "start_s": started, "end_s": ended, "latency_s": ended - started,
-                            "error": None})
         except EndpointError as exc:
-            ended = clock()
-            records.append({"index": index, "worker": 0, "start_s": started, "end_s": ended, "latency_s": ended - started,
-                            "error": _error_of(exc)})
+            error = _error_of(exc)
+        ended = clock()
+        records.append({"index": index, "worker": 0, "start_s": started, "end_s": ended, "latency_s": ended - started,
+                        "error": error})
     good = [r for r in records if r["error"] is None]
     errors = [r["error"]["message"] for r in records if r["error"] is not None]
     if not good:

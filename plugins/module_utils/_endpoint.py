@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import re
 import socket
 import ssl
 import time
@@ -570,22 +569,6 @@ def _num(mapping, key):
     return 0 if value is None else value
 
 
-def _fetch_stats(client, path):
-    """GET a stats endpoint. Returns ``(doc, reason)``; ``doc`` is None on any problem."""
-    try:
-        status, data, dummy = client.request('GET', path)
-    except TransportError as exc:
-        return None, 'request failed: %s' % exc.message
-    if status == 404:
-        return None, 'not available on this build (HTTP 404)'
-    if status != 200:
-        return None, 'HTTP %d: %s' % (status, excerpt(data, 120) or '(empty body)')
-    try:
-        return _load_json(data), None
-    except ValueError as exc:
-        return None, 'malformed JSON (%s)' % exc
-
-
 def read_counters(opener, url, timeout):
     """One scrape of the Prometheus text at ``url`` -> ``(snapshot or None, reason or None)``.
 
@@ -650,9 +633,6 @@ def triton_speculative(results):
             'perf_metrics': perf}, reason
 
 
-_PROM_LINE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)')
-
-
 def check_triton_metrics(metrics_url, model, opener, timeout):
     """Triton's metrics port: ``GET /metrics`` answers and counts the model's requests. Raises EndpointError."""
     base = normalize_url(metrics_url)
@@ -663,17 +643,14 @@ def check_triton_metrics(metrics_url, model, opener, timeout):
         raise EndpointError('Triton metrics port %s/metrics does not answer: %s' % (base, exc.message))
     if status != 200:
         raise EndpointError('Triton metrics port %s/metrics returned HTTP %d: %s' % (base, status, excerpt(data)))
-    text = data.decode('utf-8', 'replace') if isinstance(data, bytes) else str(data)
-    found = {}
+    try:
+        samples = metrics.parse_text(data.decode('utf-8', 'replace') if isinstance(data, bytes) else str(data))
+    except metrics.MetricsError as exc:
+        raise EndpointError('Triton metrics port %s/metrics is not Prometheus text (%s)' % (base, exc))
     label = 'model="%s"' % model
-    for line in text.splitlines():
-        match = _PROM_LINE.match(line)
-        if not match or label not in (match.group(2) or ''):
-            continue
-        try:
-            found[match.group(1)] = found.get(match.group(1), 0) + float(match.group(3))
-        except ValueError:
-            continue
+    found = {name: metrics.total(samples, name, model=model)
+             for name in ('nv_inference_request_success', 'nv_inference_request_failure', 'nv_inference_count')}
+    found = {name: value for name, value in found.items() if value is not None}
     if 'nv_inference_request_success' not in found:
         raise EndpointError('Triton metrics port %s/metrics has no nv_inference_request_success{%s}: not the metrics '
                             'of this model\'s server; body: %s' % (base, label, excerpt(data)))

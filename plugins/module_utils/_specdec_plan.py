@@ -355,7 +355,7 @@ def _allow_list(plan, bind):
     allowed, bad = fw.normalize_clients(plan.top.get("specdec_serve_allowed_clients"))
     for value in bad:
         plan.top.fail("specdec_serve_allowed_clients item", value, "an IPv4 address or network (A.B.C.D or A.B.C.D/N)")
-    if allowed and bind in ("localhost", "127.0.0.1", "::1"):
+    if allowed and loopback_only(bind):
         plan.warnings.append("specdec_serve_allowed_clients on %s: the server listens on %s only, so no other client "
                              "can reach it anyway (set specdec_serve_host: 0.0.0.0 to serve the allowed clients)"
                              % (plan.where, bind))
@@ -1229,7 +1229,7 @@ def _metrics_part(plan, s, node):
     native = s.metrics_source == "native"
     return {"source": s.metrics_source, "port": s.port if native else s.metrics_port,
             # A server that listens on loopback only serves its metrics there too: nothing to scrape from outside.
-            "local_only": s.bind in ("localhost", "::1") or s.bind.startswith("127."),
+            "local_only": loopback_only(s.bind),
             "path": "/prometheus/metrics" if native else "/metrics",
             "labels": {"cluster": plan.cluster, "release": s.version,
                        "topology": s.topology if s.multinode else "single"}}
@@ -1431,6 +1431,11 @@ def _weights_on_host(node, model, draft_model, draft_dir):
         elif ref.rstrip("/").startswith(HF_MOUNT + "/"):
             paths.append(node["hf_cache_dir"] + posixpath.normpath(ref)[len(HF_MOUNT):])
     return paths
+
+
+def loopback_only(bind):
+    """A server that listens on ``bind`` answers on its own node only."""
+    return bind in ("localhost", "::1") or bind.startswith("127.")
 
 
 def local_address(bind):
