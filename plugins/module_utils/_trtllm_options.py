@@ -10,10 +10,12 @@ Two kinds of knowledge, kept apart:
   the release's ``tensorrt_llm/llmapi/llm_args.py``: classes, fields, types, defaults, bounds, Literal
   choices, aliases, extra keys forbidden, the ``decoding_type`` of each speculative-decoding class and
   whether it runs on the PyTorch backend. Nobody edits them by hand.
-* **Rules** (``_RULES`` below) are what the release's validators and start-up code do across fields;
-  each cites the place in the release source it comes from. Adding a release: generate its table,
-  add an entry to ``RELEASES`` (usually reusing its family's rules), run the unit tests (README,
-  "Adding a TensorRT-LLM release").
+* **Rules** (``RULES`` below, one family per set of releases that behave alike) are what the release's
+  validators and start-up code do across fields; each cites the place in the release source it comes from.
+
+Which table and which rules judge a release is the release manifest's word (``_trtllm_releases``). Adding a
+release: generate its table, import it below, add the release to the manifest (usually with its family's
+rules), run the unit tests (README, "Adding a TensorRT-LLM release").
 
 Pure Python with no third-party imports: it runs inside Ansible modules on the target and in the tests.
 """
@@ -29,11 +31,16 @@ import re
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_2_0rc1 as _t_1_2_0rc1
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_2_0rc6 as _t_1_2_0rc6
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_2_0 as _t_1_2_0
-from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_2_1 as _t_1_2_1
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc11 as _t_1_3_0rc11
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc13 as _t_1_3_0rc13
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc24 as _t_1_3_0rc24
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_releases as rel
 
-DEFAULT_VERSION = "1.2.0rc6"
+DEFAULT_VERSION = rel.DEFAULT_VERSION
+
+# The generated tables, by the release whose source each was generated from (the manifest names one per release).
+TABLES = {t.TABLE["release"]: t.TABLE for t in (_t_1_2_0rc1, _t_1_2_0rc6, _t_1_2_0, _t_1_3_0rc11, _t_1_3_0rc13,
+                                               _t_1_3_0rc24)}
 
 # ---------------------------------------------------------------------------
 # Rules per release family. Sources: the rendered llm_args.py of each release on NVIDIA's
@@ -121,21 +128,57 @@ _RULES_13 = dict(
     sa=True,  # rc13 SADecodingConfig.validate_sa_config and the global pool rule of validate_speculative_config
 )
 
-RELEASES = {
-    "1.2.0rc1": {"table": _t_1_2_0rc1.TABLE, "rules": _RULES_12RC1},
-    "1.2.0rc6": {"table": _t_1_2_0rc6.TABLE, "rules": _RULES_12},
-    "1.2.0": {"table": _t_1_2_0.TABLE, "rules": _RULES_121},
-    "1.2.1": {"table": _t_1_2_1.TABLE, "rules": _RULES_121},
-    "1.3.0rc11": {"table": _t_1_3_0rc11.TABLE, "rules": _RULES_13},
-    # No 1.3.0rc12 source page is published: the release between rc11 and rc13 is checked with rc13's
-    # table, and a key rc11 does not have yet is accepted with a warning (it may be newer than rc12).
-    "1.3.0rc12": {"table": _t_1_3_0rc13.TABLE, "rules": _RULES_13, "before": _t_1_3_0rc11.TABLE},
-    "1.3.0rc13": {"table": _t_1_3_0rc13.TABLE, "rules": _RULES_13},
+# 1.3.0rc16: Eagle3's max_batch_size became a private attribute (filled from the top level), and MTP's
+# num_nextn_predict_layers is deprecated: MTPDecodingConfig._remap_deprecated_num_nextn_predict_layers (a
+# before-validator) moves it into max_draft_len with a warning, or drops it when max_draft_len is given.
+_RENAMED_13RC16 = {
+    "speculative_config.max_batch_size": "nothing: TensorRT-LLM fills the draft's batch size from the top-level "
+                                         "max_batch_size (a private attribute from 1.3.0rc16 on)",
+    "speculative_config.num_nextn_predict_layers_from_model_config": "speculative_config.max_draft_len (unset: "
+                                                                     "read from the checkpoint)",
 }
+_RULES_13RC16 = dict(_RULES_13, mtp="remap", renamed=_RENAMED_13RC16)
 
-SUPPORTED_VERSIONS = tuple(RELEASES)
-# Releases seen in use with no readable schema yet (README: "Adding a TensorRT-LLM release").
-KNOWN_UNSUPPORTED = {"1.4.0rc1": "no source of its llm_args.py could be read when this collection was released"}
+# 1.3.0rc20: use_rejection_sampling (TorchLlmArgs.validate_speculative_config refuses an explicit true on the paths
+# that cannot do it), DFlash (max_draft_len > 0), MTP's explicit max_draft_len must be > 0
+# (MTPDecodingConfig.set_max_total_draft_tokens), CUDA graphs split into decode and encode configurations.
+_RULES_13RC20 = dict(_RULES_13RC16, rejection_sampling=True, mtp_draft_len_positive=True,
+                     draft_len_positive=_RULES_13["draft_len_positive"] + ("DFlashDecodingConfig",))
+
+# 1.3.0rc22: acceptance_window and acceptance_length_threshold were replaced (no alias, so the old keys are extra
+# keys), DSpark joined the union (TorchLlmArgs.validate_speculative_config: max_draft_len > 0, a draft model,
+# block_size == max_draft_len).
+_RULES_13RC22 = dict(
+    _RULES_13RC20,
+    renamed=dict(_RENAMED_13RC16, **{
+        "speculative_config.acceptance_window": "speculative_config.acceptance_rate_window_size (speculation-enabled "
+                                                "iterations)",
+        "speculative_config.acceptance_length_threshold": "speculative_config.acceptance_rate_threshold (now a rate "
+                                                          "between 0 and 1: accepted / drafted tokens)"}),
+    draft_len_positive=_RULES_13RC20["draft_len_positive"] + ("DSparkDecodingConfig",),
+    draft_model_required=_RULES_13["draft_model_required"] + ("DSparkDecodingConfig",),
+    block_size_is_draft_len=("DSparkDecodingConfig",),
+)
+
+# 1.3.0rc23: a dynamic tree only on use_dynamic_tree: true (dynamic_tree_max_topK alone is ignored with a warning),
+# max_total_draft_tokens defaults to topK * max_draft_len (EagleDecodingConfig.validate_eagle_config); MTP has a
+# dynamic tree too (MTPDecodingConfig: "max_draft_len must be set when use_dynamic_tree is True").
+_RULES_13RC23 = dict(_RULES_13RC22, dynamic_tree="flag_only")
+
+# 1.3.0rc24: cuda_graph_config is CudaGraphConfigType, discriminated on mode, which
+# TorchLlmArgs.infer_cuda_graph_config_mode fills in when absent (encode when an encoder field is set).
+_RULES_13RC24 = dict(_RULES_13RC23, cuda_graph_mode="infer")
+
+RULES = {"1.2.0rc1": _RULES_12RC1, "1.2.0rc6": _RULES_12, "1.2.0": _RULES_121, "1.3.0rc11": _RULES_13,
+         "1.3.0rc16": _RULES_13RC16, "1.3.0rc20": _RULES_13RC20, "1.3.0rc22": _RULES_13RC22,
+         "1.3.0rc23": _RULES_13RC23, "1.3.0rc24": _RULES_13RC24}
+
+RELEASES = {version: {"table": TABLES[entry["table"]], "rules": RULES[entry["rules"]],
+                      "before": TABLES[entry["before"]] if entry["before"] else None}
+            for version, entry in rel.RELEASES.items()}
+
+SUPPORTED_VERSIONS = rel.SUPPORTED_VERSIONS
+KNOWN_UNSUPPORTED = rel.KNOWN_UNSUPPORTED
 
 # Keys that older releases or blog posts used and that no supported release accepts.
 RENAMED_KEYS = {
@@ -196,8 +239,8 @@ def unknown_release_message(version, field="trtllm_version"):
     reason = KNOWN_UNSUPPORTED.get(str(version), "it has no field table in this collection")
     return ("%s: %s is not a TensorRT-LLM release this collection knows: %s. Known releases: %s. "
             "To add one, generate its table from the release's llm_args.py (tools/llm_args_table.py) and "
-            "register it in plugins/module_utils/_trtllm_options.py (README, \"Adding a TensorRT-LLM release\")"
-            % (field, _show(version), reason, ", ".join(SUPPORTED_VERSIONS)))
+            "add it to the release manifest, plugins/module_utils/_trtllm_releases.py (README, \"Adding a TensorRT-LLM "
+            "release\")" % (field, _show(version), reason, ", ".join(SUPPORTED_VERSIONS)))
 
 
 # ---------------------------------------------------------------------------
@@ -411,6 +454,9 @@ class _Validator:
             self.error(path, "null is not allowed here (expected %s)" % self.describe(["union"] + members))
             return None
         candidates = [m for m in members if m != ["none"]]
+        tagged = self.discriminated(value, candidates)
+        if tagged is not None:
+            candidates = [tagged]
         if len(candidates) == 1:
             return self.check_value(path, value, candidates[0], field)
         # Try each member quietly; the first that takes the value wins (pydantic's smart mode prefers an
@@ -425,6 +471,23 @@ class _Validator:
                     return result
         self.error(path, "%s (%s) must be %s" % (_show(value), _type_name(value), self.describe(["union"] + members)))
         return value
+
+    def discriminated(self, value, candidates):
+        """The member a mapping's ``mode`` picks where every member is a model with a ``mode`` Literal (1.3.0rc24's
+        CudaGraphConfigType); without ``mode``, TorchLlmArgs.infer_cuda_graph_config_mode's choice."""
+        if not isinstance(value, dict) or not all(m[0] == "model" for m in candidates):
+            return None
+        modes = {}
+        for member in candidates:
+            kind = self.fields(member[1]).get("mode", {}).get("type") or []
+            if kind[:1] != ["literal"] or len(kind) != 2:
+                return None
+            modes[kind[1]] = member
+        mode = value.get("mode")
+        if mode is None and self.rules.get("cuda_graph_mode") == "infer":
+            encoder = ("num_tokens", "max_num_token", "seq_lens", "max_seq_len")
+            mode = "encode" if any(value.get(k) not in (None, 0) for k in encoder) else "decode"
+        return modes.get(mode)
 
     def check_dict(self, path, value, kind):
         if not isinstance(value, dict):
@@ -500,7 +563,7 @@ class _Validator:
                 out[key] = self.check_value(self.join(path, key), value[key], field["type"], field)
             if self.before is not None and not path:
                 self.check_before(key)
-        if model == "CudaGraphConfig":
+        if model in ("CudaGraphConfig", "DecodeCudaGraphConfig", "EncodeCudaGraphConfig"):
             self.check_cuda_graph(path, out)
         elif model == "KvCacheConfig":
             self.check_kv_cache(path, out)
@@ -520,7 +583,7 @@ class _Validator:
             if key in names or (key == "decoding_type" and context):
                 continue
             key_path = self.join(path, key)
-            renamed = RENAMED_KEYS.get(key_path)
+            renamed = self.rules.get("renamed", {}).get(key_path) or RENAMED_KEYS.get(key_path)
             if renamed:
                 advice = " It was replaced by '%s'." % renamed
             else:
@@ -551,6 +614,13 @@ class _Validator:
                        % (_show(dtype), self.version, ", ".join(allowed)))
 
     def check_cuda_graph(self, path, out):
+        # BaseCudaGraphConfig.validate_base_cuda_graph_config (1.3.0rc20 on) and the encoder's: the same rule for
+        # num_tokens / max_num_token and seq_lens / max_seq_len.
+        for sizes_key, max_key in (("num_tokens", "max_num_token"), ("seq_lens", "max_seq_len")):
+            sizes, top = out.get(sizes_key), out.get(max_key)
+            if sizes and top and isinstance(top, int) and all(isinstance(v, int) for v in sizes) and top != max(sizes):
+                self.error(self.join(path, max_key), "%s must equal max(%s) = %s when both are set (or set only one of "
+                           "them)" % (top, sizes_key, max(sizes)))
         sizes = out.get("batch_sizes")
         max_bs = out.get("max_batch_size")
         if not (sizes and max_bs and isinstance(max_bs, int) and all(isinstance(s, int) for s in sizes)):
@@ -644,13 +714,17 @@ class _Validator:
                            % (label, self.version))
             elif isinstance(value, int) and value <= 0:
                 self.error(self.join(path, name), "%s must be > 0 for %s on TensorRT-LLM %s" % (value, label, self.version))
-        if model == "MTPDecodingConfig" and draft_len is not None:
-            layers = out.get("num_nextn_predict_layers", 1)
-            if draft_len != layers:
-                self.warnings.append("%s: %s is replaced by num_nextn_predict_layers (%s): TensorRT-LLM %s derives "
-                                     "MTP's draft length from it" % (len_path, draft_len, layers, self.version))
+        if model == "MTPDecodingConfig":
+            self.check_mtp(path, out, draft_len)
         if "use_dynamic_tree" in self.fields(model):
             self.check_eagle_tree(path, out, draft_len)
+        if rules.get("rejection_sampling"):
+            self.check_rejection_sampling(path, out, model)
+        block = out.get("block_size")
+        if model in rules.get("block_size_is_draft_len", ()) and isinstance(block, int) and isinstance(
+                draft_len, int) and block != draft_len:
+            self.error(self.join(path, "block_size"), "%s must equal max_draft_len (%s) for %s on TensorRT-LLM %s"
+                       % (block, draft_len, label, self.version))
         if model == "SADecodingConfig" and rules.get("sa"):
             self.check_sa(path, out)
         if model == "SaveHiddenStatesDecodingConfig" and rules.get("save_state_layers") and not out.get(
@@ -664,20 +738,73 @@ class _Validator:
             self.error(self.join(path, "max_concurrency"), "cannot be combined with draft_len_schedule on TensorRT-LLM %s"
                        % self.version)
 
+    def check_mtp(self, path, out, draft_len):
+        len_path = self.join(path, "max_draft_len")
+        layers = out.get("num_nextn_predict_layers")
+        if self.rules.get("mtp") != "remap":
+            if draft_len is not None and draft_len != (1 if layers is None else layers):
+                self.warnings.append("%s: %s is replaced by num_nextn_predict_layers (%s): TensorRT-LLM %s derives "
+                                     "MTP's draft length from it" % (len_path, draft_len, 1 if layers is None else layers,
+                                                                     self.version))
+            return
+        # MTPDecodingConfig._remap_deprecated_num_nextn_predict_layers (1.3.0rc16 on).
+        if layers is not None:
+            self.warnings.append("%s: num_nextn_predict_layers is deprecated on TensorRT-LLM %s: %s"
+                                 % (path, self.version, "dropped, since max_draft_len is set" if draft_len is not None
+                                    else "its value (%s) becomes max_draft_len; write max_draft_len" % layers))
+        if self.rules.get("mtp_draft_len_positive") and isinstance(draft_len, int) and draft_len <= 0:
+            self.error(len_path, "%s must be > 0 for MTP on TensorRT-LLM %s (or leave it unset: read from the "
+                       "checkpoint)" % (draft_len, self.version))
+
+    def check_rejection_sampling(self, path, out, model):
+        """TorchLlmArgs.validate_speculative_config of 1.3.0rc20 on: an explicit use_rejection_sampling: true where
+        the release cannot sample that way is an error (a default-inherited one is turned off quietly)."""
+        if out.get("use_rejection_sampling") is not True:
+            return
+        supported = ("Eagle3DecodingConfig", "EagleDecodingConfig", "MTPDecodingConfig", "PARDDecodingConfig",
+                     "DFlashDecodingConfig", "DSparkDecodingConfig", "DraftTargetDecodingConfig")
+        newer = ("PARDDecodingConfig", "DFlashDecodingConfig", "DSparkDecodingConfig", "DraftTargetDecodingConfig")
+        reasons = []
+        if model not in supported:
+            reasons.append("%s is not a rejection-sampling path (those are Eagle3, MTP, PARD, DFlash, DSpark and "
+                           "Draft_Target)" % out.get("decoding_type"))
+        if out.get("sa_config") is not None:
+            reasons.append("SA (sa_config) is active")
+        top_k = out.get("dynamic_tree_max_topK")
+        if out.get("use_dynamic_tree") and isinstance(top_k, int) and top_k > 32:
+            reasons.append("dynamic_tree_max_topK %s exceeds the dynamic-tree rejection kernel's 32" % top_k)
+        if (model in newer or (model == "MTPDecodingConfig" and out.get("use_mtp_vanilla"))) and out.get(
+                "use_relaxed_acceptance_for_thinking"):
+            reasons.append("relaxed-thinking acceptance is enabled")
+        if reasons:
+            self.error(self.join(path, "use_rejection_sampling"), "true is not supported for this configuration on "
+                       "TensorRT-LLM %s: %s" % (self.version, "; ".join(reasons)))
+        elif not out.get("use_dynamic_tree"):
+            self.warnings.append("%s: use_rejection_sampling without a dynamic tree needs FlashInfer in the image "
+                                 "(TensorRT-LLM %s refuses to start without it)" % (path, self.version))
+
     def check_eagle_tree(self, path, out, draft_len):
         if out.get("eagle_choices") and out.get("use_dynamic_tree"):
             self.error(self.join(path, "eagle_choices"), "cannot be combined with use_dynamic_tree: true")
         top_k = out.get("dynamic_tree_max_topK")
-        entered = out.get("use_dynamic_tree") or (self.rules["dynamic_tree"] == "flag_or_topk" and top_k is not None)
+        mode = self.rules["dynamic_tree"]
+        entered = out.get("use_dynamic_tree") or (mode == "flag_or_topk" and top_k is not None)
         if not entered:
+            if mode == "flag_only" and top_k is not None:
+                self.warnings.append("%s: dynamic_tree_max_topK without use_dynamic_tree: true is ignored by "
+                                     "TensorRT-LLM %s" % (path, self.version))
             return
+        if mode == "flag_only" and draft_len is None:
+            self.error(self.join(path, "max_draft_len"), "must be set when use_dynamic_tree is true")
         if not isinstance(top_k, int) or top_k <= 0:
             self.error(self.join(path, "dynamic_tree_max_topK"), "must be > 0 for a dynamic tree (use_dynamic_tree%s)"
                        % (" or dynamic_tree_max_topK set" if self.rules["dynamic_tree"] == "flag_or_topk" else ""))
             return
         total = out.get("max_total_draft_tokens")
-        if self.rules["dynamic_tree"] != "flag_or_topk":
+        if mode not in ("flag_or_topk", "flag_only"):
             return
+        if total is None and mode == "flag_only":
+            return  # topK * max_draft_len
         if total is None:
             self.warnings.append("%s: dynamic tree without max_total_draft_tokens: TensorRT-LLM %s picks one"
                                  % (path, self.version))
@@ -890,42 +1017,20 @@ def flags_as_llm_args(flags, trust_remote_code=False):
     return {key: value for key, value in args.items() if value is not None}
 
 
-# The release images carry Open MPI 4 up to 1.3.0rc26 and Open MPI 5 (HPC-X, PRRTE) from 1.3.0rc27 on, when
-# their base moved to NGC PyTorch 26.08 (ai-dynamo/dynamo#15060 lists the versions by tag).
-OPENMPI_5_FROM = "1.3.0rc27"
-
-
-def release_key(version):
-    """A release as a sortable tuple: 1.2.0rc6 -> (1, 2, 0, 0, 6); 1.2.0 -> (1, 2, 0, 1, 0) (after its rcs)."""
-    match = re.match(r"^(\d+)\.(\d+)\.(\d+)(?:rc(\d+))?", str(version))
-    if not match:
-        return (0, 0, 0, 0, 0)
-    major, minor, patch, rc = match.groups()
-    return (int(major), int(minor), int(patch), 0 if rc is not None else 1, int(rc or 0))
-
-
-def openmpi_major(version):
-    """The Open MPI major version the release image of ``version`` carries."""
-    return 5 if release_key(version) >= release_key(OPENMPI_5_FROM) else 4
-
+release_key = rel.release_key
+openmpi_major = rel.openmpi_major
 
 # trtllm-serve mounts /prometheus/metrics only with return_perf_metrics; enable_iter_perf_stats adds the iteration
 # metrics (queue, KV cache, speculative decoding) and fills GET /metrics.
 # https://github.com/NVIDIA/TensorRT-LLM/blob/main/tensorrt_llm/serve/openai_server.py
 METRICS_OPTIONS = {"return_perf_metrics": True, "enable_iter_perf_stats": True}
-# The first release whose collector has the speculative-decoding counters (PR #12545,
-# https://github.com/NVIDIA/TensorRT-LLM/pull/12545); before it the collection's exporter serves them from the iteration
-# stats. None of the supported releases is known to: 1.2.x has five unprefixed request metrics (PR #5785), and the
-# metrics example of 1.3.0rc11, rc12 and rc14 (examples/serve/prometheus_metrics.py) lists the prefixed request and
-# KV-cache metrics only. The exporter also checks what each server serves, on every scrape, and steps aside where a
-# build has the counters.
-NATIVE_SPEC_METRICS_FROM = None
 
 
 def metrics_source(version):
-    """Who serves the speculative-decoding metrics of ``version``: ``native`` (trtllm-serve) or ``exporter``."""
-    native = NATIVE_SPEC_METRICS_FROM and release_key(version) >= release_key(NATIVE_SPEC_METRICS_FROM)
-    return "native" if native else "exporter"
+    """Who serves the speculative-decoding metrics of ``version``: ``native`` (trtllm-serve) or ``exporter`` (the
+    collection's, from the iteration stats; it also checks what each server serves, on every scrape, and steps aside
+    where a build has the counters)."""
+    return "native" if rel.serves_spec_metrics(version) else "exporter"
 
 
 def mpirun_argv(exports, command, mca=None, ranks=None, openmpi=4, wrapper=()):
@@ -957,17 +1062,8 @@ def serve_parallel_args(pp_size=1):
 # Triton Inference Server's TensorRT-LLM LLM API backend (the "llmapi" model repository)
 # ---------------------------------------------------------------------------
 
-# The TensorRT-LLM release inside nvcr.io/nvidia/tritonserver:<yy.mm>-trtllm-python-py3, from Triton's
-# compatibility matrix (docs/introduction/compatibility.md of triton-inference-server/server). A release
-# whose TensorRT-LLM has no table here is refused like any unknown TensorRT-LLM release.
-TRITON_RELEASES = {
-    "25.01": "0.17.0", "25.02": "0.17.0.post1", "25.03": "0.18.0", "25.04": "0.18.2", "25.05": "0.19.0",
-    "25.06": "0.20.0", "25.07": "0.20.0", "25.08": "0.21.0", "25.09": "1.0.0", "25.10": "1.0.0",
-    "25.11": "1.0.3.2510", "25.12": "1.1.0", "26.01": "1.1.0", "26.02": "1.1.0", "26.03": "1.2.0",
-    "26.04": "1.2.1", "26.05": "1.2.1", "26.06": "1.2.1", "26.07": "1.2.1",
-}
-# The LLM API backend exists from 25.01 on (the Triton tutorial's minimum).
-TRITON_FIRST_RELEASE = "25.01"
+TRITON_RELEASES = rel.TRITON_RELEASES
+TRITON_FIRST_RELEASE = rel.TRITON_FIRST_RELEASE
 TRITON_MODEL = "tensorrt_llm"
 TRITON_TEMPLATE = "/app/all_models/llmapi"
 TRITON_LAUNCHER = "/app/scripts/launch_triton_server.py"

@@ -4,7 +4,7 @@ import os
 import sys
 
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _specdec_plan as p
-from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_options as trt
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_releases as rel
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 from spark_nodes import plan_errors, plan_pair, plan_single, spark  # noqa: E402  pylint: disable=wrong-import-position
@@ -68,7 +68,8 @@ def test_triton_serves_its_own_metrics_port_and_has_no_exporter():
 
 
 def test_a_release_with_native_counters_is_read_on_the_servers_own_path(monkeypatch):
-    monkeypatch.setattr(trt, "NATIVE_SPEC_METRICS_FROM", "1.2.0rc1")
+    # A manifest entry saying so (no supported release is known to serve the counters).
+    monkeypatch.setitem(rel.RELEASES["1.2.0rc6"], "metrics", "spec_decoding")
     plans, dummy = one()
     assert plans["spark-a"]["container"]["exporter"] is None
     assert plans["spark-a"]["serve"]["endpoint"]["prometheus_url"] == "http://127.0.0.1:8000/prometheus/metrics"

@@ -310,10 +310,13 @@ def test_unsupported_version():
         t.validate({}, "0.9.0")
     message = str(info.value)
     assert "Known releases: 1.2.0rc1, 1.2.0rc6, 1.2.0, 1.2.1, 1.3.0rc11, 1.3.0rc12, 1.3.0rc13" in message
-    assert "tools/llm_args_table.py" in message
+    assert "tools/llm_args_table.py" in message and "_trtllm_releases.py" in message
     with pytest.raises(t.OptionsError) as info:
         t.validate({}, "1.4.0rc1")
-    assert "no source of its llm_args.py could be read" in str(info.value)
+    assert "no documentation of its llm_args.py is published" in str(info.value)
+    with pytest.raises(t.OptionsError) as info:
+        t.validate({}, "1.3.0rc27")
+    assert "class reference pages only" in str(info.value) and "Open MPI 5" in str(info.value)
 
 
 @pytest.mark.parametrize("version,expected", [("1.2.0rc1", "Eagle"), ("1.2.0rc6", "Eagle"), ("1.3.0rc12", "Eagle3")])
