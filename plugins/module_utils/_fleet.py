@@ -103,7 +103,9 @@ def summary(hosts, hostvars):
             causes = {}
             for node, failure in own:
                 causes.setdefault(cause(failure.get("cause")), []).append(node)
-            detail = "; ".join("%s: %s" % (", ".join(nodes), text) for text, nodes in causes.items())
+            # A message that already starts with its one node's name is not prefixed twice.
+            detail = "; ".join(text if len(nodes) == 1 and text.startswith(nodes[0] + ":")
+                               else "%s: %s" % (", ".join(nodes), text) for text, nodes in causes.items())
             failed += 1
         elif serving_heads and len(started) == len(members):
             state = "serving"

@@ -29,6 +29,7 @@ import re
 
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _spark_net as net
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_options as trt
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_releases as rel
 
 CLUSTER = "cluster"
 NODE = "node"
@@ -240,6 +241,10 @@ INPUTS = (
        "into specdec_serve_draft_dir, or a path inside the container.", profile="draft_model", fmt="model"),
     _I("specdec_serve_draft_dir", "str", "Where the draft is downloaded, a directory under /models (e.g. "
        "/models/NAME/); it becomes speculative_model_dir.", profile="draft_dir", fmt="path"),
+    _I("specdec_serve_model_revision", "str", "The target model's revision on Hugging Face (a branch, tag or commit); "
+       "downloaded at it and given to the server as the revision option. Null: the default branch.", nullable=True),
+    _I("specdec_serve_draft_revision", "str", "The draft model's revision on Hugging Face (a branch, tag or commit). "
+       "Null: the default branch.", nullable=True),
     _I("specdec_serve_max_draft_len", "int", "Tokens the draft proposes per step. Required unless the method is "
        "none.", profile="max_draft_len", minimum=1, maximum=64),
     _I("specdec_serve_options", "dict", "Extra LLM API options (the extra-llm-api-config.yml); when set, replaces "
@@ -314,6 +319,9 @@ INPUTS = (
     # the role's own
     _I("specdec_serve_download", "bool", "Download the target and draft models.", scope=NODE, applied="role",
        default=True),
+    _I("specdec_serve_hub_check", "bool", "Ask the Hugging Face hub, in the pre-flight, whether this node's token may "
+       "read every repository it downloads (at its revision); false for a mirror the check cannot reach.",
+       scope=NODE, applied="role", default=True),
     _I("specdec_serve_download_timeout", "int", "Seconds allowed for the downloads.", scope=NODE, applied="role",
        default=7200, minimum=1),
     _I("specdec_serve_download_poll", "int", "Seconds between progress polls of a running download.", scope=NODE,
@@ -332,12 +340,12 @@ INPUTS = (
        default_doc="trtllm-specdec; trtllm-multinode on a cluster; triton-specdec with Triton"),
     _I("trtllm_container_image", "str", "The image; when set, replaces repository and tag.", fmt="image"),
     _I("trtllm_container_image_repository", "str", "The TensorRT-LLM release repository.",
-       default="nvcr.io/nvidia/tensorrt-llm/release", fmt="image"),
+       default=rel.IMAGE_REPOSITORY, fmt="image"),
     _I("trtllm_container_image_tag", "str", "The image tag; a profile may name its guide's own "
        "(spark-single-gpu-dev).", profile="image_tag", fmt="tag",
        default_doc="the release; with Triton <release>-trtllm-python-py3"),
     _I("trtllm_container_triton_repository", "str", "The repository of the Triton image (frontend triton).",
-       default="nvcr.io/nvidia/tritonserver", fmt="image"),
+       default=rel.TRITON_REPOSITORY, fmt="image"),
     _I("trtllm_container_pull", "bool", "Pull the image when missing; with false it must be on the node.",
        scope=NODE, default=True),
     _I("trtllm_container_gpus", "str", "auto: all GPUs when Docker lists the nvidia runtime.", scope=NODE,
@@ -850,7 +858,10 @@ PARTS = {
     "specdec_serve": ("specdec_serve_spec", "This node's specdec_plan.serve (what it serves).", (
         ("container", "str", None, "The container the downloads run in."),
         ("frontend", "str", None, "trtllm-serve or triton."),
-        ("downloads", "list", "dict", "What hf download fetches - repo, local_dir, marker, marker_file."),
+        ("downloads", "list", "dict", "What hf download fetches - repo, revision, field, local_dir, host_dir, argv, marker, "
+         "marker_file."),
+        ("hub_check", "list", "dict", "What the pre-flight asks the Hugging Face hub about - repo, revision, field, "
+         "marker."),
         ("options_file", "dict", None, "The options file (Triton - model.yaml) - path, content."),
         ("template", "dict", None, "Triton - the model repository's template (marker, argv); else null."),
         ("argv", "list", "str", "The server's command line (on the head)."),

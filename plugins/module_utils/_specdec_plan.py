@@ -32,6 +32,7 @@ from ansible_collections.dgx_spark.specdec.plugins.module_utils import _inputs a
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _preflight as pre
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _spark_net as net
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_options as trt
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_releases as rel
 
 CONFIG_MOUNT = "/etc/dgx-spark"
 MODELS_MOUNT = "/models"
@@ -56,8 +57,8 @@ CONTAINER_NAMES = {"single": "trtllm-specdec", "multinode": "trtllm-multinode", 
 MPI_OOB_PORT = 50100
 MPI_BTL_PORTS = (50101, 32)
 # Labels and environment an image may carry its TensorRT-LLM release in (the lab's stand-in sets both).
-IMAGE_VERSION_LABELS = ("com.nvidia.tensorrt-llm.version", "org.opencontainers.image.version")
-IMAGE_VERSION_ENV = ("TRTLLM_VERSION", "TRT_LLM_VERSION", "TENSORRT_LLM_VERSION")
+IMAGE_VERSION_LABELS = rel.IMAGE_VERSION_LABELS
+IMAGE_VERSION_ENV = rel.IMAGE_VERSION_ENV
 # Open MPI 4 (ORTE) and 5 (PRRTE) name the same settings differently, and Open MPI 5 ignores the ORTE-era names
 # without a word: the hostfile is not read and every rank runs on the launcher (open-mpi/ompi#12873; checked
 # with Open MPI 5.0.11's prte_info). An image with Open MPI 5 says so in its environment (PRTE_PREFIX, as
@@ -233,7 +234,7 @@ class _Served:
 
     __slots__ = ("topology", "pp_size", "openmpi",
                  "frontend", "triton", "triton_release", "version", "multinode", "method", "speculative",
-                 "needs_draft", "model", "draft_model", "draft_dir", "max_draft_len", "options", "tp_size", "flags",
+                 "needs_draft", "model", "draft_model", "draft_dir", "revisions", "max_draft_len", "options", "tp_size", "flags",
                  "trust_remote_code", "bind", "port", "ports", "extra_args", "mpi_export", "allowed", "encodings",
                  "triton_config", "api", "prompt", "max_tokens", "requests", "image", "container", "options_content",
                  "metrics", "metrics_source", "metrics_port")
@@ -258,6 +259,7 @@ def _served(plan):
     s.needs_draft = s.method in ("eagle3", "draft_target")
     s.model = top.get("specdec_serve_model")
     s.draft_model, s.draft_dir = _draft(top, s.needs_draft)
+    s.revisions = {"model": top.get("specdec_serve_model_revision"), "draft": top.get("specdec_serve_draft_revision")}
     s.max_draft_len = top.get("specdec_serve_max_draft_len") if s.speculative else None
     s.options = trt.merge(top.get("specdec_serve_options"), top.get("specdec_serve_extra_options"))
     s.pp_size = top.get("specdec_serve_pp_size") or 1
@@ -550,6 +552,9 @@ def _options(plan, s):
                 tensor_parallel_size=s.tp_size or 1, pipeline_parallel_size=1, triton_config=s.triton_config)
         else:
             options = s.options
+            if s.revisions["model"] and not _is_path(s.model or ""):
+                # trtllm-serve reads the model from the cache at this revision (BaseLlmArgs.revision).
+                options = trt.merge({"revision": s.revisions["model"]}, options)
             if s.metrics:
                 off = sorted(key for key in trt.METRICS_OPTIONS if (options or {}).get(key) is False)
                 if off:
@@ -1256,6 +1261,7 @@ def _serve_part(plan, s, node, command):
         "container": node["name"],
         "frontend": s.frontend,
         "downloads": node["downloads"],
+        "hub_check": _hub_check(s, node["downloads"]),
         "options_file": {"path": (repo_dir + "/" + trt.TRITON_MODEL_YAML) if s.triton
                          else node["config_dir"] + "/" + OPTIONS_FILE, "content": options},
         # Triton: the model repository is copied from the image's template once (in the container, which
@@ -1331,6 +1337,8 @@ def _changes(plan, s, plans):
              or have.content(part["hostfile"]["path"], part["hostfile"]["content"], "0644")),
             ("options file", have.content(part["serve"]["options_file"]["path"],
                                           part["serve"]["options_file"]["content"], "0644")),
+            # A download that failed or was interrupted: the run fetches it again (the server waits for it).
+            ("downloads", all(d["marker"] in have.markers for d in part["serve"]["downloads"])),
         ]
         part["changes"] = [name for name, current in checks if not current]
     cluster = any(plans[h]["changes"] for h in plan.nodes)
@@ -1346,6 +1354,7 @@ class _Have:
         self.files = mounted.get("files") or {}
         self.keys = mounted.get("public_keys") or {}
         self.tokens = mounted.get("token") or {}
+        self.markers = set(mounted.get("markers") or ())
 
     def dir(self, path, owner, mode):
         found = self.dirs.get(path.rstrip("/")) or {}
@@ -1476,7 +1485,8 @@ def _downloads(node, s):
         waits.append(s.model)
     else:
         hub = _hub_dir(s.model)
-        downloads.append({"repo": s.model, "local_dir": "",
+        downloads.append({"repo": s.model, "local_dir": "", "revision": s.revisions["model"],
+                          "field": "specdec_serve_model", "host_dir": node["hf_cache_dir"] + "/hub",
                           "marker": "%s/hub/%s/%s" % (node["hf_cache_dir"], hub, MARKER)})
         waits.append("%s/hub/%s/%s" % (HF_MOUNT, hub, MARKER))
     if s.needs_draft and s.draft_model and s.draft_dir:
@@ -1484,13 +1494,29 @@ def _downloads(node, s):
             waits.append(s.draft_model)
         else:
             relative = posixpath.normpath(s.draft_dir)[len(MODELS_MOUNT) + 1:]
-            downloads.append({"repo": s.draft_model, "local_dir": s.draft_dir,
+            downloads.append({"repo": s.draft_model, "local_dir": s.draft_dir, "revision": s.revisions["draft"],
+                              "field": "specdec_serve_draft_model",
+                              "host_dir": "%s/%s" % (node["models_dir"], relative.rstrip("/")),
                               "marker": "%s/%s/%s" % (node["models_dir"], relative, MARKER)})
             waits.append("%s/%s/%s" % (MODELS_MOUNT, relative, MARKER))
     for item in downloads:
+        revision = item["revision"]
+        item["argv"] = (["hf", "download", item["repo"]] + (["--revision", revision] if revision else [])
+                        + (["--local-dir", item["local_dir"]] if item["local_dir"] else []))
         # Written after a successful download (one spark_files call for all): later runs skip it.
-        item["marker_file"] = {"path": item["marker"], "content": item["repo"] + "\n", "mode": "0644"}
+        item["marker_file"] = {"path": item["marker"], "mode": "0644",
+                               "content": item["repo"] + ("\nrevision: %s" % revision if revision else "") + "\n"}
     return downloads, waits
+
+
+def _hub_check(s, downloads):
+    """The repositories the pre-flight asks the hub about: the downloads, and a tokenizer the server fetches itself."""
+    repos = [{k: d[k] for k in ("repo", "revision", "field", "marker")} for d in downloads]
+    tokenizer = (s.options or {}).get("tokenizer")
+    if isinstance(tokenizer, str) and tokenizer and not _is_path(tokenizer) and tokenizer != s.model:
+        repos.append({"repo": tokenizer, "revision": (s.options or {}).get("tokenizer_revision"),
+                      "field": "specdec_serve_options.tokenizer", "marker": None})
+    return repos
 
 
 def _sshd_config(container, addresses, port):

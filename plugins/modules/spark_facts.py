@@ -283,8 +283,8 @@ ansible_facts:
             - The containers created by this collection (label C(dgx-spark.specdec/role)), by name, with C(image_ref)
               (the reference they were created from), C(image_id), C(running), C(spec) (the digest of the settings
               it was created with, its label C(dgx-spark.specdec/spec)), C(mounts) (container path to host path) and
-              C(files) (C(dirs), C(files), C(public_keys) and C(token) of the mounted directories, see the
-              description).
+              C(files) (C(dirs), C(files), C(public_keys), C(token) and C(markers), the completed downloads, of the
+              mounted directories, see the description).
             - Empty when O(docker=false) or the engine does not answer.
           returned: success
           type: dict
@@ -372,6 +372,8 @@ SYSCTL_FILE = "/etc/sysctl.d/60-dgx-spark-qsfp.conf"
 PROC_SYS_IPV4_CONF = "/proc/sys/net/ipv4/conf"
 MODELS_MOUNT = "/models"
 TOKEN_FILE = "hf_token"
+# Written by the collection after a download completed (role specdec_serve).
+DOWNLOAD_MARKER = ".dgx-spark-complete"
 PRIVATE_KEYS = ("ssh_host_ed25519_key", "id_ed25519")
 
 
@@ -588,7 +590,13 @@ class SparkFacts:
         """What the collection wrote where the container's configuration directory and caches are mounted: each
         file's digest, mode and owner (a private key's or the token's: presence only), each directory's mode and
         owner, and whether the token files hold O(hf_token). Empty when the directories are not on this node."""
-        out = {"dirs": {}, "files": {}, "public_keys": {}, "token": {}}
+        out = {"dirs": {}, "files": {}, "public_keys": {}, "token": {}, "markers": []}
+        # Completed downloads: <hub cache>/hub/models--*/ and <models>/NAME/ (or one level deeper).
+        for mount, patterns in ((HF_MOUNT, ("hub/*/",)), (MODELS_MOUNT, ("*/", "*/*/"))):
+            source = mounts.get(mount)
+            if source and os.path.isdir(source):
+                for pattern in patterns:
+                    out["markers"] += sorted(glob.glob(os.path.join(source, pattern + DOWNLOAD_MARKER)))
         for mount in (CONFIG_MOUNT, HF_MOUNT, MODELS_MOUNT):
             source = mounts.get(mount)
             if source and os.path.isdir(source):

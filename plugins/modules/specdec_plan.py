@@ -142,6 +142,13 @@ notes:
     C(specdec_serve_draft_dir) (str, cluster scope, profile key C(draft_dir), default required) - Where the draft is
     downloaded, a directory under /models (e.g. /models/NAME/); it becomes speculative_model_dir.
   - >-
+    C(specdec_serve_model_revision) (str, cluster scope, default null (left out)) - The target model's revision on
+    Hugging Face (a branch, tag or commit); downloaded at it and given to the server as the revision option. Null:
+    the default branch.
+  - >-
+    C(specdec_serve_draft_revision) (str, cluster scope, default null (left out)) - The draft model's revision on
+    Hugging Face (a branch, tag or commit). Null: the default branch.
+  - >-
     C(specdec_serve_max_draft_len) (int, cluster scope, profile key C(max_draft_len), default required) - Tokens the
     draft proposes per step. Required unless the method is none.
   - >-

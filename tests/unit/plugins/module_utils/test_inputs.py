@@ -205,6 +205,17 @@ def test_generated_documentation_is_current():
 
 # -- what a run would change (the plan's `changes`, from what spark_facts read) -----------------------------------
 
+def test_a_missing_download_is_a_change_so_a_rerun_fetches_it():
+    """After a failed or interrupted download the containers are current, but the server waits for the marker."""
+    facts = {h: spark(h) for h in ("spark-a", "spark-b")}
+    applied = _applied(_replan(facts), facts)
+    for node in applied.values():
+        for container in node["containers"].values():
+            container["files"]["markers"] = container["files"]["markers"][:1]
+    again = _replan(applied)
+    assert again["spark-a"]["changes"] == ["downloads"] and again["spark-a"]["apply"] is True
+
+
 def _applied(plans, facts, token="given"):
     """The spark facts of nodes where the roles applied ``plans`` as planned (what spark_facts then reads)."""
     out = {}
@@ -213,7 +224,8 @@ def _applied(plans, facts, token="given"):
         files = {"dirs": {d["path"]: {"mode": d["mode"], "owner": d["owner"], "group": d["owner"]}
                           for d in container["dirs"]},
                  "files": {}, "public_keys": {}, "token": {"given": token == "given", "file": "same"
-                                                           if token == "given" else "absent", "login": "absent"}}
+                                                           if token == "given" else "absent", "login": "absent"},
+                 "markers": [d["marker"] for d in plan["serve"]["downloads"]]}
 
         def put(path, content, mode, owner="root"):
             files["files"][path] = {"sha256": p.sha256(content) if content is not None else None, "mode": mode,

@@ -155,14 +155,35 @@ def test_downloads_and_the_markers_the_server_waits_for():
     assert [d.pop("marker_file") for d in downloads] == [
         {"path": d["marker"], "content": d["repo"] + "\n", "mode": "0644"} for d in downloads]
     assert downloads == [
-        {"repo": "nvidia/Qwen3-235B-A22B-FP4", "local_dir": "",
+        {"repo": "nvidia/Qwen3-235B-A22B-FP4", "local_dir": "", "revision": None, "field": "specdec_serve_model",
+         "host_dir": "/home/spark/.cache/huggingface/hub", "argv": ["hf", "download", "nvidia/Qwen3-235B-A22B-FP4"],
          "marker": "/home/spark/.cache/huggingface/hub/models--nvidia--Qwen3-235B-A22B-FP4/.dgx-spark-complete"},
-        {"repo": "nvidia/Qwen3-235B-A22B-Eagle3", "local_dir": "/models/Qwen3-235B-A22B-Eagle3/",
+        {"repo": "nvidia/Qwen3-235B-A22B-Eagle3", "local_dir": "/models/Qwen3-235B-A22B-Eagle3/", "revision": None,
+         "field": "specdec_serve_draft_model", "host_dir": "/home/spark/models/Qwen3-235B-A22B-Eagle3",
+         "argv": ["hf", "download", "nvidia/Qwen3-235B-A22B-Eagle3", "--local-dir", "/models/Qwen3-235B-A22B-Eagle3/"],
          "marker": "/home/spark/models/Qwen3-235B-A22B-Eagle3/.dgx-spark-complete"}]
+    # The pre-flight asks the hub about the same repositories (the markers let it skip complete ones).
+    assert plans["spark-b"]["serve"]["hub_check"] == [
+        {k: d[k] for k in ("repo", "revision", "field", "marker")} for d in downloads]
     command = plans["spark-a"]["container"]["docker"]["command"]
     waits = [command[i + 1] for i, word in enumerate(command[:command.index("--")]) if word == "--exists"]
     assert waits == ["/root/.cache/huggingface/hub/models--nvidia--Qwen3-235B-A22B-FP4/.dgx-spark-complete",
                      "/models/Qwen3-235B-A22B-Eagle3/.dgx-spark-complete"]
+
+
+def test_revisions_are_downloaded_recorded_and_served():
+    plans, dummy = two({"specdec_serve_model_revision": "v1.0", "specdec_serve_draft_revision": "0" * 40,
+                        "specdec_serve_options": {"tokenizer": "nvidia/Qwen3-235B-A22B-FP4-tokenizer"}})
+    model, draft = plans["spark-a"]["serve"]["downloads"]
+    assert model["argv"] == ["hf", "download", "nvidia/Qwen3-235B-A22B-FP4", "--revision", "v1.0"]
+    assert draft["argv"][3:5] == ["--revision", "0" * 40] and draft["argv"][-2] == "--local-dir"
+    assert model["marker_file"]["content"] == "nvidia/Qwen3-235B-A22B-FP4\nrevision: v1.0\n"
+    # The server reads the model at that revision from the cache (the revision option).
+    assert yaml.safe_load(plans["spark-a"]["serve"]["options_file"]["content"])["revision"] == "v1.0"
+    # A tokenizer the server fetches itself is asked about too (no marker: it is not downloaded here).
+    assert plans["spark-a"]["serve"]["hub_check"][-1] == {
+        "repo": "nvidia/Qwen3-235B-A22B-FP4-tokenizer", "revision": None, "field": "specdec_serve_options.tokenizer",
+        "marker": None}
 
 
 def test_a_changed_option_changes_the_head_command_only():

@@ -241,7 +241,7 @@ def test_containers_of_the_collection_and_tools(capsys, node):
                        {"Id": "c2", "Name": "/old", "Image": "sha256:bbbb", "Config": {"Image": IMAGE_B},
                         "State": {"Running": False}}]
     spark = gather(capsys)
-    nothing = {"dirs": {}, "files": {}, "public_keys": {}, "token": {}}
+    nothing = {"dirs": {}, "files": {}, "public_keys": {}, "token": {}, "markers": []}
     assert spark["containers"] == {
         "trtllm-specdec": {"image_ref": IMAGE_A, "image_id": "sha256:aaaa", "running": True, "spec": "abc123",
                            "mounts": {}, "files": nothing},

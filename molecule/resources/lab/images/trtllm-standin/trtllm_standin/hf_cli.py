@@ -2,31 +2,24 @@
 small placeholder checkpoint, with the hub's gating and token rules; nothing leaves the machine.
 
 Environment: HF_TOKEN / HUGGING_FACE_HUB_TOKEN, HF_TOKEN_PATH (default $HF_HOME/token), HF_HOME,
-HF_HUB_CACHE, HF_HUB_OFFLINE, STANDIN_GATED_REPOS (comma-separated globs),
-STANDIN_MISSING_REPOS (globs that do not exist), STANDIN_DOWNLOAD_SECONDS (simulated duration).
+HF_HUB_CACHE, HF_HUB_OFFLINE, STANDIN_DOWNLOAD_SECONDS (simulated duration); the hub's access rules (gated and
+private repositories, grants per token, revisions, a disk that fills up) are hub.py's policy.
 """
 
 import argparse
 import fnmatch
 import os
-import re
 import sys
 import time
-import uuid
 
-from . import env_float, hf_home, hf_hub_cache, hfcache
+from . import env_float, hf_home, hf_hub_cache, hfcache, hub
 
-DEFAULT_GATED = "meta-llama/*,nvidia/Llama-3.3-70B-Instruct-FP4"
-TOKEN_RE = re.compile(r"^hf_[A-Za-z0-9]{8,}$")
+TOKEN_RE = hub.TOKEN_RE
 HUB_VERSION = "0.35.3"
 
 
 class HubError(Exception):
     pass
-
-
-def _globs(name, default=""):
-    return [g.strip() for g in os.environ.get(name, default).split(",") if g.strip()]
 
 
 def find_token(cli_token):
@@ -47,24 +40,18 @@ def find_token(cli_token):
     return None, None
 
 
-def _request_id():
-    return "Root=1-%s" % uuid.uuid4().hex[:24]
+_request_id = hub.request_id
+
+
+_ERRORS = {"RepoNotFound": "RepositoryNotFoundError", "GatedRepo": "GatedRepoError",
+           "RevisionNotFound": "RevisionNotFoundError", None: "HfHubHTTPError"}
 
 
 def check_access(repo_id, revision, token):
-    url = "https://huggingface.co/api/models/%s/revision/%s" % (repo_id, revision)
-    if token is not None and not TOKEN_RE.match(token):
-        raise HubError("huggingface_hub.errors.HfHubHTTPError: 401 Client Error: Unauthorized for url: %s "
-                       "(Request ID: %s)\n\nInvalid credentials in Authorization header" % (url, _request_id()))
-    if any(fnmatch.fnmatchcase(repo_id, g) for g in _globs("STANDIN_MISSING_REPOS")):
-        raise HubError("huggingface_hub.errors.RepositoryNotFoundError: 401 Client Error. (Request ID: %s)\n\n"
-                       "Repository Not Found for url: %s.\nPlease make sure you specified the correct `repo_id` "
-                       "and `repo_type`.\nIf you are trying to access a private or gated repo, make sure you are "
-                       "authenticated." % (_request_id(), url))
-    if token is None and any(fnmatch.fnmatchcase(repo_id, g) for g in _globs("STANDIN_GATED_REPOS", DEFAULT_GATED)):
-        raise HubError("huggingface_hub.errors.GatedRepoError: 401 Client Error. (Request ID: %s)\n\n"
-                       "Cannot access gated repo for url %s.\nAccess to model %s is restricted. You must have "
-                       "access to it and be authenticated to access it. Please log in." % (_request_id(), url, repo_id))
+    try:
+        hub.access(repo_id, revision, token)
+    except hub.Refused as exc:
+        raise HubError("huggingface_hub.errors.%s: %s" % (_ERRORS[exc.code], exc.message))
 
 
 def select_files(all_files, filenames, include, exclude, repo_id, revision):
@@ -145,6 +132,8 @@ def download(args):
                   file=sys.stderr, flush=True)
         if delay:
             time.sleep(delay)
+        if hub.fills_disk(repo_id):
+            raise HubError("OSError: [Errno 28] No space left on device: '%s'" % os.path.join(target, name))
         if local_dir:
             hfcache.write_local_file(target, commit, name, data, stamp)
         else:
@@ -163,7 +152,9 @@ def whoami(args):
     if token is None:
         print("Not logged in", file=sys.stderr)
         return 1
-    if not TOKEN_RE.match(token):
+    try:
+        hub.whoami(token)
+    except hub.Refused:
         print("Invalid user token.", file=sys.stderr)
         return 1
     print("user: spark-lab\norgs: ")
