@@ -117,7 +117,7 @@ def defaults(role):
         if item.role != role or item.applied != "role":
             continue
         lines.append("")
-        lines.append("# %s" % item.doc)
+        lines.extend(textwrap.wrap(item.doc, width=118, initial_indent="# ", subsequent_indent="# "))
         if item.template:
             lines.append("%s: >-\n  %s" % (item.name, item.template.replace("\n", "\n  ")))
         else:

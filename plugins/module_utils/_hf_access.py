@@ -183,7 +183,7 @@ def explain(result, repos, host, token_given):
                             "proxy" % (host, what, entry.get("detail")))
         else:
             messages.append("%s: the hub answered %s for %s: %s" % (host, entry.get("code") or "an error", what,
-                                                                   entry.get("detail")))
+                                                                    entry.get("detail")))
     return messages
 
 

@@ -563,7 +563,12 @@ def _options(plan, s):
                                        "without them" % (plan.where, key) for key in off)
                     return None
                 options = trt.merge(dict(trt.METRICS_OPTIONS), options)
-            content, validated = trt.options_file(s.version, s.method, draft, length, options)
+            conflicts = trt.flag_conflicts(s.version, s.flags, options)
+            if conflicts:
+                plan.errors.extend("specdec_serve_options on %s: %s" % (plan.where, c) for c in conflicts)
+                return None
+            content, validated = trt.options_file(s.version, s.method, draft, length, options,
+                                                  flags=trt.flags_as_llm_args(s.flags))
     except trt.OptionsError as exc:
         what = ("Triton's model.yaml (specdec_serve_model, specdec_serve_options, specdec_serve_triton_config and "
                 "the speculative method)" if s.triton else

@@ -33,6 +33,7 @@ from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_r
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_2_0 as _t_1_2_0
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc11 as _t_1_3_0rc11
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc13 as _t_1_3_0rc13
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc14 as _t_1_3_0rc14
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc24 as _t_1_3_0rc24
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_releases as rel
 
@@ -40,7 +41,7 @@ DEFAULT_VERSION = rel.DEFAULT_VERSION
 
 # The generated tables, by the release whose source each was generated from (the manifest names one per release).
 TABLES = {t.TABLE["release"]: t.TABLE for t in (_t_1_2_0rc1, _t_1_2_0rc6, _t_1_2_0, _t_1_3_0rc11, _t_1_3_0rc13,
-                                               _t_1_3_0rc24)}
+                                                _t_1_3_0rc14, _t_1_3_0rc24)}
 
 # ---------------------------------------------------------------------------
 # Rules per release family. Sources: the rendered llm_args.py of each release on NVIDIA's
@@ -78,14 +79,21 @@ _RULES_12 = {
     # validate() is not in llm_args.py, so this is a warning, not an error.
     "save_state_layers": "warn",
     # Bounds that field validators enforce (KvCacheConfig.validate_max_gpu_total_bytes,
-    # validate_max_attention_window, and from rc6 on validate_free_gpu_memory_fraction).
+    # validate_max_attention_window, and from rc6 on validate_free_gpu_memory_fraction), and those of
+    # CudaGraphConfig.validate_cuda_graph_max_batch_size, TorchLlmArgs.validate_stream_interval and
+    # DecodingBaseConfig._validate_acceptance_window / _validate_acceptance_length_threshold (1.2.0rc1 to 1.2.1).
     "bounds": {"KvCacheConfig": {"free_gpu_memory_fraction": {"ge": 0, "le": 1},
                                  "max_gpu_total_bytes": {"ge": 0},
-                                 "max_attention_window": {"items": {"gt": 0}}}},
+                                 "max_attention_window": {"items": {"gt": 0}}},
+               "CudaGraphConfig": {"max_batch_size": {"ge": 0}},
+               "TorchLlmArgs": {"stream_interval": {"gt": 0}},
+               "DecodingBaseConfig": {"acceptance_window": {"ge": 0}, "acceptance_length_threshold": {"ge": 0}}},
+    # Nvfp4GemmConfig.validate_allowed_backends (1.2.0rc6 to 1.2.1): known names, and not an empty list.
+    "nvfp4_backends": ("cublaslt", "cuda_core", "cutedsl", "cutlass"),
 }
 
-_RULES_12RC1 = dict(_RULES_12, draft_len_schedule=None, bounds={
-    "KvCacheConfig": {"max_gpu_total_bytes": {"ge": 0}, "max_attention_window": {"items": {"gt": 0}}}})
+_RULES_12RC1 = dict(_RULES_12, draft_len_schedule=None, nvfp4_backends=None, bounds=dict(
+    _RULES_12["bounds"], KvCacheConfig={"max_gpu_total_bytes": {"ge": 0}, "max_attention_window": {"items": {"gt": 0}}}))
 
 # 1.2.0 and 1.2.1 (the Triton 26.03 to 26.07 images): rc6's rules, but EagleDecodingConfig lost its __init__
 # for field and model validators (validate_eagle_choices, validate_eagle_config), so its values are validated
@@ -132,18 +140,20 @@ _RULES_13 = dict(
 # num_nextn_predict_layers is deprecated: MTPDecodingConfig._remap_deprecated_num_nextn_predict_layers (a
 # before-validator) moves it into max_draft_len with a warning, or drops it when max_draft_len is given.
 _RENAMED_13RC16 = {
-    "speculative_config.max_batch_size": "nothing: TensorRT-LLM fills the draft's batch size from the top-level "
-                                         "max_batch_size (a private attribute from 1.3.0rc16 on)",
+    "speculative_config.max_batch_size": "the top-level max_batch_size (the draft's own is filled from it, a private "
+                                         "attribute from 1.3.0rc16 on)",
     "speculative_config.num_nextn_predict_layers_from_model_config": "speculative_config.max_draft_len (unset: "
                                                                      "read from the checkpoint)",
 }
-_RULES_13RC16 = dict(_RULES_13, mtp="remap", renamed=_RENAMED_13RC16)
+# 1.3.0rc14: DFlash joined the union; TorchLlmArgs.validate_speculative_config asserts its max_draft_len > 0.
+_RULES_13RC14 = dict(_RULES_13, draft_len_positive=_RULES_13["draft_len_positive"] + ("DFlashDecodingConfig",))
+
+_RULES_13RC16 = dict(_RULES_13RC14, mtp="remap", renamed=_RENAMED_13RC16)
 
 # 1.3.0rc20: use_rejection_sampling (TorchLlmArgs.validate_speculative_config refuses an explicit true on the paths
-# that cannot do it), DFlash (max_draft_len > 0), MTP's explicit max_draft_len must be > 0
-# (MTPDecodingConfig.set_max_total_draft_tokens), CUDA graphs split into decode and encode configurations.
-_RULES_13RC20 = dict(_RULES_13RC16, rejection_sampling=True, mtp_draft_len_positive=True,
-                     draft_len_positive=_RULES_13["draft_len_positive"] + ("DFlashDecodingConfig",))
+# that cannot do it), MTP's explicit max_draft_len must be > 0 (MTPDecodingConfig.set_max_total_draft_tokens), CUDA
+# graphs split into decode and encode configurations.
+_RULES_13RC20 = dict(_RULES_13RC16, rejection_sampling=True, mtp_draft_len_positive=True)
 
 # 1.3.0rc22: acceptance_window and acceptance_length_threshold were replaced (no alias, so the old keys are extra
 # keys), DSpark joined the union (TorchLlmArgs.validate_speculative_config: max_draft_len > 0, a draft model,
@@ -170,7 +180,7 @@ _RULES_13RC23 = dict(_RULES_13RC22, dynamic_tree="flag_only")
 _RULES_13RC24 = dict(_RULES_13RC23, cuda_graph_mode="infer")
 
 RULES = {"1.2.0rc1": _RULES_12RC1, "1.2.0rc6": _RULES_12, "1.2.0": _RULES_121, "1.3.0rc11": _RULES_13,
-         "1.3.0rc16": _RULES_13RC16, "1.3.0rc20": _RULES_13RC20, "1.3.0rc22": _RULES_13RC22,
+         "1.3.0rc14": _RULES_13RC14, "1.3.0rc16": _RULES_13RC16, "1.3.0rc20": _RULES_13RC20, "1.3.0rc22": _RULES_13RC22,
          "1.3.0rc23": _RULES_13RC23, "1.3.0rc24": _RULES_13RC24}
 
 RELEASES = {version: {"table": TABLES[entry["table"]], "rules": RULES[entry["rules"]],
@@ -353,6 +363,7 @@ class _Validator:
         self.errors = []
         self.warnings = []
         self.coerce = True  # pydantic's lax mode; off inside a class the release fills without validation
+        self.context = {}  # the trtllm-serve flags the options go with (effective values)
 
     def fields(self, model):
         return _fields(self.models, model, self.resolved)
@@ -544,7 +555,10 @@ class _Validator:
             if key in names:
                 given.setdefault(names[key], []).append(key)
         out = {}
-        bounds = self.rules.get("bounds", {}).get(model, {})
+        bounds = {}
+        if self.coerce:  # a class set without validation (1.2's Eagle) runs none of its field validators
+            for name in reversed(self.lineage(model)):
+                bounds.update(self.rules.get("bounds", {}).get(name, {}))
         for name, field in fields.items():
             if name in bounds:
                 field = dict(field, **bounds[name])
@@ -567,8 +581,20 @@ class _Validator:
             self.check_cuda_graph(path, out)
         elif model == "KvCacheConfig":
             self.check_kv_cache(path, out)
+        elif model == "Nvfp4GemmConfig" and self.rules.get("nvfp4_backends"):
+            self.check_nvfp4(path, out)
         elif model == self.table["root"]:
             self.check_top(out)
+        return out
+
+    def lineage(self, model):
+        """``model`` and its bases, nearest first."""
+        out, todo = [], [model]
+        while todo:
+            name = todo.pop(0)
+            if name in self.models and name not in out:
+                out.append(name)
+                todo.extend(self.models[name].get("bases") or ())
         return out
 
     def check_before(self, key):
@@ -601,10 +627,33 @@ class _Validator:
                        % (_show(load_format), self.version, ", ".join(_LOAD_FORMATS)))
         spec = out.get("speculative_config")
         if isinstance(spec, dict) and spec.get("decoding_type") == "SA":
-            pool, batch = spec.get("global_pool_size"), out.get("max_batch_size")
+            # TorchLlmArgs.validate_speculative_config compares an explicit pool with the merged max_batch_size:
+            # the file's, else the trtllm-serve flag's, else BaseLlmArgs' default of 2048.
+            pool, (batch, where) = spec.get("global_pool_size"), self.effective("max_batch_size", out)
             if isinstance(pool, int) and isinstance(batch, int) and pool < batch:
-                self.error("speculative_config.global_pool_size", "%s must be >= max_batch_size (%s) on TensorRT-LLM %s"
-                           % (pool, batch, self.version))
+                self.error("speculative_config.global_pool_size", "%s must be >= max_batch_size (%s, %s) on "
+                           "TensorRT-LLM %s" % (pool, batch, where, self.version))
+
+    def check_nvfp4(self, path, out):
+        backends = out.get("allowed_backends")
+        valid = self.rules["nvfp4_backends"]
+        if not isinstance(backends, list):
+            return
+        invalid = sorted(str(b) for b in backends if b not in valid)
+        if invalid:
+            self.error(self.join(path, "allowed_backends"), "%s are not NVFP4 GEMM backends of TensorRT-LLM %s "
+                       "(accepted: %s)" % (", ".join(invalid), self.version, ", ".join(valid)))
+        elif not backends:
+            self.error(self.join(path, "allowed_backends"), "cannot be empty (accepted: %s)" % ", ".join(valid))
+
+    def effective(self, key, out):
+        """(value, where it comes from) of a top-level key the server ends up with."""
+        if out.get(key) is not None:
+            return out[key], "the options file's"
+        if self.context.get(key) is not None:
+            return self.context[key], "the trtllm-serve flag's"
+        field = self.fields(self.table["root"]).get(key) or {}
+        return field.get("default"), "the release's default"
 
     def check_kv_cache(self, path, out):
         allowed = self.rules.get("kv_cache_dtype")
@@ -732,7 +781,7 @@ class _Validator:
             self.warnings.append("%s: SaveState without eagle3_layers_to_capture: TensorRT-LLM %s's "
                                  "SaveHiddenStatesDecodingConfig.validate() asks for it" % (path, self.version))
         schedule = out.get("draft_len_schedule")
-        if schedule and isinstance(draft_len, int) and all(isinstance(k, int) for k in schedule):
+        if schedule and all(isinstance(k, int) for k in schedule) and (isinstance(draft_len, int) or draft_len is None):
             self.check_schedule(path, schedule, draft_len)
         if schedule and out.get("max_concurrency") is not None and rules["max_concurrency_excludes_schedule"]:
             self.error(self.join(path, "max_concurrency"), "cannot be combined with draft_len_schedule on TensorRT-LLM %s"
@@ -801,6 +850,10 @@ class _Validator:
                        % (" or dynamic_tree_max_topK set" if self.rules["dynamic_tree"] == "flag_or_topk" else ""))
             return
         total = out.get("max_total_draft_tokens")
+        if mode == "flag" and "max_total_draft_tokens" in out and not (isinstance(total, int) and total > 0):
+            # 1.2's EagleDecodingConfig.__init__ asserts it (unset, it takes max_draft_len).
+            self.error(self.join(path, "max_total_draft_tokens"), "%s: with use_dynamic_tree it must be > 0 (the "
+                       "draft tree's nodes) on TensorRT-LLM %s, or left out" % (_show(total), self.version))
         if mode not in ("flag_or_topk", "flag_only"):
             return
         if total is None and mode == "flag_only":
@@ -829,10 +882,16 @@ class _Validator:
         for batch, length in schedule.items():
             if not isinstance(length, int):
                 continue
-            if batch < 1 or not 0 <= length <= draft_len:
+            if batch < 1 or length < 0 or (draft_len is not None and length > draft_len):
                 self.error("%s.%s" % (sched_path, batch), "batch sizes must be >= 1 and draft lengths between 0 and "
                            "max_draft_len (%s); got %s: %s" % (draft_len, batch, length))
         rule = self.rules["draft_len_schedule"]
+        if draft_len is None:
+            # 1.2's DecodingBaseConfig.validate_draft_len_schedule_and_sort wants batch size 1 even then.
+            if rule == "key_one" and 1 not in schedule:
+                self.error(sched_path, "must include batch size 1 on TensorRT-LLM %s (add {1: <max_draft_len>})"
+                           % self.version)
+            return
         if rule == "key_one" and schedule.get(1) != draft_len:
             self.error(sched_path, "must contain batch size 1 mapped to max_draft_len (%s) on TensorRT-LLM %s"
                        % (draft_len, self.version))
@@ -872,9 +931,10 @@ def _ordered(options):
     return {k: _ordered(options[k]) for k in first + rest}
 
 
-def validate(options, version=DEFAULT_VERSION, backend="pytorch"):
+def validate(options, version=DEFAULT_VERSION, backend="pytorch", flags=None):
     """Validate ``options`` for ``version``; return a ValidationResult or raise OptionsError."""
     validator = _Validator(version, backend)
+    validator.context = dict(flags or {})
     normalized = validator.run(options)
     if validator.errors:
         raise OptionsError(validator.errors, version)
@@ -982,14 +1042,44 @@ def build_options(version, method=None, draft_model=None, max_draft_len=None, op
     return merge(generated, options or {})
 
 
-def options_file(version, method=None, draft_model=None, max_draft_len=None, options=None):
+def options_file(version, method=None, draft_model=None, max_draft_len=None, options=None, flags=None):
     """Validate and render the options file: (content, ValidationResult). Raises OptionsError."""
-    validated = validate(build_options(version, method, draft_model, max_draft_len, options), version)
+    validated = validate(build_options(version, method, draft_model, max_draft_len, options), version, flags=flags)
     return render(validated.options, version), validated
 
 
 # trtllm-serve flags that take a value, in the order the DGX Spark playbooks write them.
 SERVE_FLAGS = ("ep_size", "max_batch_size", "max_num_tokens", "kv_cache_free_gpu_memory_fraction")
+
+
+def flag_conflicts(version, flags, options):
+    """A message per trtllm-serve flag whose key the options file also sets to another value: which one the release
+    uses (the file on 1.2 and 1.3 up to rc22, an explicit flag from rc23 on; the release manifest says)."""
+    given = flags_as_llm_args({k: v for k, v in (flags or {}).items() if v is not None})
+    out = []
+    for key, value in _flat(given):
+        other = _lookup(options or {}, key)
+        if other is not None and other != value:
+            winner = "the flag" if rel.cli_wins(version) else "the options file"
+            out.append("%s is %s as a trtllm-serve flag but %s in the options file: TensorRT-LLM %s uses %s; set it "
+                       "in one place" % (key, _show(value), _show(other), version, winner))
+    return out
+
+
+def _flat(mapping, prefix=""):
+    for key, value in mapping.items():
+        if isinstance(value, dict):
+            yield from _flat(value, prefix + key + ".")
+        else:
+            yield prefix + key, value
+
+
+def _lookup(mapping, dotted):
+    for part in dotted.split("."):
+        if not isinstance(mapping, dict) or part not in mapping:
+            return None
+        mapping = mapping[part]
+    return mapping
 
 
 def serve_argv(model, options_path, tp_size, host, port, flags=None, trust_remote_code=False, extra_args=(),

@@ -62,6 +62,7 @@ RELEASES = {
     # No 1.3.0rc12 page is published: judged with rc13's table, a key rc11 lacks is accepted with a warning.
     "1.3.0rc12": _release("1.3.0rc13", "1.3.0rc11", before="1.3.0rc11"),
     "1.3.0rc13": _release("1.3.0rc13", "1.3.0rc11"),
+    "1.3.0rc14": _release("1.3.0rc14", "1.3.0rc14"),
     "1.3.0rc24": _release("1.3.0rc24", "1.3.0rc24", cli="cli"),
 }
 
@@ -154,11 +155,11 @@ def triton_releases(version):
 def main(argv):
     """``lab-standins`` / ``lab-triton`` (one per line), ``triton YY.MM`` (its TensorRT-LLM release)."""
     if argv[:1] == ["lab-standins"]:
-        print("\n".join(LAB_STANDINS))
+        sys.stdout.write("\n".join(LAB_STANDINS) + "\n")
     elif argv[:1] == ["lab-triton"]:
-        print("\n".join(LAB_TRITON))
+        sys.stdout.write("\n".join(LAB_TRITON) + "\n")
     elif argv[:1] == ["triton"] and len(argv) == 2 and argv[1] in TRITON_RELEASES:
-        print(TRITON_RELEASES[argv[1]])
+        sys.stdout.write(TRITON_RELEASES[argv[1]] + "\n")
     else:
         sys.stderr.write("usage: _trtllm_releases.py lab-standins | lab-triton | triton YY.MM (a known one)\n")
         return 2
@@ -166,4 +167,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    raise SystemExit(main(sys.argv[1:]))

@@ -430,11 +430,26 @@ def test_sa_ngram_size_and_global_pool_rules_on_13():
     (error,) = errors_of({"speculative_config": dict(base, enable_global_pool=True, max_matching_ngram_size=65)},
                          "1.3.0rc13")
     assert "must be -1 or between 1 and 64" in error
-    (error,) = errors_of({"speculative_config": dict(base, global_pool_size=8)}, "1.3.0rc13")
-    assert "requires enable_global_pool: true" in error
+    errors = errors_of({"speculative_config": dict(base, global_pool_size=4096)}, "1.3.0rc13")
+    assert len(errors) == 1 and "requires enable_global_pool: true" in errors[0]
     (error,) = errors_of({"max_batch_size": 16, "speculative_config": dict(base, enable_global_pool=True,
                                                                            global_pool_size=8)}, "1.3.0rc13")
-    assert "global_pool_size: 8 must be >= max_batch_size (16)" in error
+    assert "global_pool_size: 8 must be >= max_batch_size (16, the options file's)" in error
+
+
+def test_sa_global_pool_against_the_max_batch_size_the_server_ends_up_with():
+    """1.3.0rc13 llm_args.html #TorchLlmArgs.validate_speculative_config (SA branch, ~595k): an explicit
+    global_pool_size against the merged max_batch_size, whose default is 2048 (BaseLlmArgs, ~443k) or the flag's."""
+    spec = {"decoding_type": "SA", "max_draft_len": 4, "enable_global_pool": True, "global_pool_size": 1024}
+    (error,) = errors_of({"speculative_config": spec}, "1.3.0rc13")
+    assert "1024 must be >= max_batch_size (2048, the release's default)" in error
+    (error,) = errors_of({"speculative_config": spec}, "1.3.0rc24")
+    assert "(2048, the release's default)" in error
+    with pytest.raises(t.OptionsError) as info:
+        t.validate({"speculative_config": spec}, "1.3.0rc13", flags={"max_batch_size": 4096})
+    assert "(4096, the trtllm-serve flag's)" in str(info.value)
+    t.validate({"speculative_config": spec}, "1.3.0rc13", flags={"max_batch_size": 512})
+    t.validate({"speculative_config": dict(spec, global_pool_size=None)}, "1.3.0rc13")  # unset: the server sizes it
 
 
 def test_kv_cache_dtype_is_checked_on_13_only():
