@@ -34,6 +34,7 @@ from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_r
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc11 as _t_1_3_0rc11
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc13 as _t_1_3_0rc13
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc14 as _t_1_3_0rc14
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc22 as _t_1_3_0rc22
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc24 as _t_1_3_0rc24
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_releases as rel
 
@@ -41,7 +42,7 @@ DEFAULT_VERSION = rel.DEFAULT_VERSION
 
 # The generated tables, by the release whose source each was generated from (the manifest names one per release).
 TABLES = {t.TABLE["release"]: t.TABLE for t in (_t_1_2_0rc1, _t_1_2_0rc6, _t_1_2_0, _t_1_3_0rc11, _t_1_3_0rc13,
-                                                _t_1_3_0rc14, _t_1_3_0rc24)}
+                                                _t_1_3_0rc14, _t_1_3_0rc22, _t_1_3_0rc24)}
 
 # ---------------------------------------------------------------------------
 # Rules per release family. Sources: the rendered llm_args.py of each release on NVIDIA's
@@ -157,7 +158,8 @@ _RULES_13RC20 = dict(_RULES_13RC16, rejection_sampling=True, mtp_draft_len_posit
 
 # 1.3.0rc22: acceptance_window and acceptance_length_threshold were replaced (no alias, so the old keys are extra
 # keys), DSpark joined the union (TorchLlmArgs.validate_speculative_config: max_draft_len > 0, a draft model,
-# block_size == max_draft_len).
+# block_size == max_draft_len), and cuda_graph_config is discriminated on mode, which
+# TorchLlmArgs.infer_cuda_graph_config_mode fills in when absent (encode when an encoder field is set).
 _RULES_13RC22 = dict(
     _RULES_13RC20,
     renamed=dict(_RENAMED_13RC16, **{
@@ -168,20 +170,17 @@ _RULES_13RC22 = dict(
     draft_len_positive=_RULES_13RC20["draft_len_positive"] + ("DSparkDecodingConfig",),
     draft_model_required=_RULES_13["draft_model_required"] + ("DSparkDecodingConfig",),
     block_size_is_draft_len=("DSparkDecodingConfig",),
+    cuda_graph_mode="infer",
 )
 
-# 1.3.0rc23: a dynamic tree only on use_dynamic_tree: true (dynamic_tree_max_topK alone is ignored with a warning),
-# max_total_draft_tokens defaults to topK * max_draft_len (EagleDecodingConfig.validate_eagle_config); MTP has a
-# dynamic tree too (MTPDecodingConfig: "max_draft_len must be set when use_dynamic_tree is True").
+# 1.3.0rc23 and rc24: a dynamic tree only on use_dynamic_tree: true (dynamic_tree_max_topK alone is ignored with a
+# warning), max_total_draft_tokens defaults to topK * max_draft_len (EagleDecodingConfig.validate_eagle_config); MTP
+# has a dynamic tree too (MTPDecodingConfig: "max_draft_len must be set when use_dynamic_tree is True").
 _RULES_13RC23 = dict(_RULES_13RC22, dynamic_tree="flag_only")
-
-# 1.3.0rc24: cuda_graph_config is CudaGraphConfigType, discriminated on mode, which
-# TorchLlmArgs.infer_cuda_graph_config_mode fills in when absent (encode when an encoder field is set).
-_RULES_13RC24 = dict(_RULES_13RC23, cuda_graph_mode="infer")
 
 RULES = {"1.2.0rc1": _RULES_12RC1, "1.2.0rc6": _RULES_12, "1.2.0": _RULES_121, "1.3.0rc11": _RULES_13,
          "1.3.0rc14": _RULES_13RC14, "1.3.0rc16": _RULES_13RC16, "1.3.0rc20": _RULES_13RC20, "1.3.0rc22": _RULES_13RC22,
-         "1.3.0rc23": _RULES_13RC23, "1.3.0rc24": _RULES_13RC24}
+         "1.3.0rc23": _RULES_13RC23}
 
 RELEASES = {version: {"table": TABLES[entry["table"]], "rules": RULES[entry["rules"]],
                       "before": TABLES[entry["before"]] if entry["before"] else None}
