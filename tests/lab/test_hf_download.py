@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -134,3 +136,63 @@ def test_huggingface_cli_alias_and_usage(standin_env):
     assert proc.returncode == 2 and "huggingface-cli" in proc.stderr
     proc = hf(standin_env)
     assert proc.returncode == 2
+
+
+# -- the stand-in hub's policy (trtllm_standin/hub.py): grants per token, private repositories, revisions, a full disk
+
+NO_GRANTS = "hf_LabNoGrants00000000000000000000001"
+LLAMA_ONLY = "hf_LabLlamaOnly0000000000000000000001"
+
+
+@pytest.mark.parametrize("token,repo,expected", [
+    (NO_GRANTS, GATED, "GatedRepoError: 403 Client Error"),
+    (LLAMA_ONLY, "nvidia/Llama-3.3-70B-Instruct-FP4", "GatedRepoError: 403 Client Error"),
+    (LLAMA_ONLY, "spark-lab/private-draft", "RepositoryNotFoundError: 401"),
+    (None, "spark-lab/private-draft", "RepositoryNotFoundError: 401"),
+    ("hf_LabFineGrained00000000000000000001", GATED, "HfHubHTTPError: 403 Forbidden"),
+    ("hf_LabRevoked000000000000000000000001", PUBLIC, "Invalid credentials in Authorization header"),
+    (TOKEN, "nvidai/Qwen3-8B-FP4", "RepositoryNotFoundError: 401"),
+])
+def test_the_hub_refuses_as_huggingface_co_does(standin_env, token, repo, expected):
+    if token:
+        standin_env["HF_TOKEN"] = token
+    proc = hf(standin_env, "download", repo, "--quiet")
+    assert proc.returncode == 1 and expected in proc.stderr, proc.stderr
+
+
+def test_grants_and_revisions(standin_env):
+    standin_env["HF_TOKEN"] = LLAMA_ONLY
+    assert hf(standin_env, "download", GATED, "--quiet").returncode == 0
+    standin_env["HF_TOKEN"] = TOKEN  # any other well-formed token reads everything, private repositories too
+    assert hf(standin_env, "download", "spark-lab/private-draft", "--revision", "v1.0", "--quiet").returncode == 0
+    proc = hf(standin_env, "download", PUBLIC, "--revision", "v9.9", "--quiet")
+    assert proc.returncode == 1 and "RevisionNotFoundError: 404" in proc.stderr and "Invalid rev id: v9.9" in proc.stderr
+
+
+def test_a_full_disk(standin_env):
+    proc = hf(standin_env, "download", "spark-lab/huge-FP4", "--quiet")
+    assert proc.returncode == 1 and "[Errno 28] No space left on device" in proc.stderr
+
+
+def test_the_stand_in_huggingface_hub_package_answers_from_the_same_policy(standin_env):
+    """What the collection's pre-flight calls in the image: HfApi.whoami, auth_check and model_info."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    image = os.path.join(here, "..", "..", "molecule", "resources", "lab", "images", "trtllm-standin")
+    env = dict(standin_env, PYTHONPATH=os.pathsep.join([os.path.join(image, "files", "usr", "local", "lib",
+                                                                     "python3.11", "dist-packages"),
+                                                        standin_env.get("PYTHONPATH", "")]))
+    code = ("import huggingface_hub as h, json\n"
+            "api = h.HfApi()\n"
+            "out = {'version': h.__version__, 'user': api.whoami(token='%s')['name']}\n"
+            "for repo, token in (('%s', False), ('%s', '%s'), ('nvidai/x', '%s')):\n"
+            "    try:\n"
+            "        api.auth_check(repo, token=token); api.model_info(repo, revision='main', token=token)\n"
+            "        out[repo] = 'ok'\n"
+            "    except h.errors.HfHubHTTPError as exc:\n"
+            "        out[repo] = '%%s %%s' %% (type(exc).__name__, exc.response.status_code)\n"
+            "print(json.dumps(out))\n" % (TOKEN, GATED, "spark-lab/private-draft", NO_GRANTS, TOKEN))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"version": "0.35.3", "user": "spark-lab", GATED: "GatedRepoError 401",
+                                       "spark-lab/private-draft": "RepositoryNotFoundError 401",
+                                       "nvidai/x": "RepositoryNotFoundError 401"}
