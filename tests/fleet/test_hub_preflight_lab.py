@@ -53,11 +53,11 @@ def run(inventory, token, *extra):
 
 
 @pytest.mark.parametrize("token,extra,expected", [
-    (None, ("-e", "specdec_serve_model=" + GATED), "%s: %s (specdec_serve_model) is gated and no Hugging Face token "
-                                                  "was given: request access on https://huggingface.co/%s"
-                                                  % (HOST, GATED, GATED)),
-    (NO_GRANTS, ("-e", "specdec_serve_model=" + GATED), "%s: %s (specdec_serve_model) is gated and the token's "
-                                                       "account has no access" % (HOST, GATED)),
+    (None, ("-e", "specdec_serve_model=" + GATED),
+     "%s: %s (specdec_serve_model) is gated and no Hugging Face token was given: request access on "
+     "https://huggingface.co/%s" % (HOST, GATED, GATED)),
+    (NO_GRANTS, ("-e", "specdec_serve_model=" + GATED),
+     "%s: %s (specdec_serve_model) is gated and the token's account has no access" % (HOST, GATED)),
     (GOOD, ("-e", "specdec_serve_draft_model=nvidai/gpt-oss-120b-Eagle3-long-context"),
      "%s: nvidai/gpt-oss-120b-Eagle3-long-context (specdec_serve_draft_model) does not exist" % HOST),
     (GOOD, ("-e", "specdec_serve_model_revision=v9.9"), '%s: %s (specdec_serve_model) has no revision "v9.9"'

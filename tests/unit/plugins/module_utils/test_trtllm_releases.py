@@ -242,8 +242,8 @@ def test_24_dspark_block_size_is_the_draft_length():
     """1.3.0rc24 llm_args.py:6090 "DSpark block_size must equal max_draft_len"; a draft model is required."""
     spec = {"decoding_type": "DSpark", "max_draft_len": 3, "speculative_model": "/m"}
     t.validate({"speculative_config": dict(spec, block_size=3)}, "1.3.0rc24")
-    assert "must equal max_draft_len (3)" in errors_of({"speculative_config": dict(spec, block_size=4)},
-                                                        "1.3.0rc24")[0]
+    errors = errors_of({"speculative_config": dict(spec, block_size=4)}, "1.3.0rc24")
+    assert "must equal max_draft_len (3)" in errors[0]
     del spec["speculative_model"]
     assert "is required" in errors_of({"speculative_config": spec}, "1.3.0rc24")[0]
 
@@ -254,7 +254,7 @@ def test_24_cuda_graph_mode_is_inferred():
     t.validate({"cuda_graph_config": {"num_tokens": [8, 16], "max_num_token": 16}}, "1.3.0rc24")
     assert "must equal max(num_tokens) = 16" in errors_of(
         {"cuda_graph_config": {"num_tokens": [8, 16], "max_num_token": 32}}, "1.3.0rc24")[0]
-    assert 'unknown key "num_tokens"' in errors_of({"cuda_graph_config": {"mode": "decode", "num_tokens": [8]}},
-                                                    "1.3.0rc24")[0]
+    errors = errors_of({"cuda_graph_config": {"mode": "decode", "num_tokens": [8]}}, "1.3.0rc24")
+    assert 'unknown key "num_tokens"' in errors[0]
     assert "must equal max(batch_sizes)" in errors_of(
         {"cuda_graph_config": {"batch_sizes": [1, 2], "max_batch_size": 4}}, "1.3.0rc24")[0]
