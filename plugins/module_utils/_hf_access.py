@@ -133,6 +133,28 @@ def _what(repo):
     return "%s (%s)" % (repo["repo"], repo["field"]) if repo.get("field") else repo["repo"]
 
 
+# What to say of a refused repository: by status and whether a token was given (True, False, or None: not known).
+_ADVICE = {
+    ("gated", None): "%(what)s is gated and the download had no access to it: request access on %(page)s, and give a "
+                     "read token of that account (export HF_TOKEN)",
+    ("gated", False): "%(what)s is gated and no Hugging Face token was given: request access on %(page)s, then export "
+                      "HF_TOKEN with a read token of that account",
+    ("gated", True): "%(what)s is gated and the token's account has no access to it (yet): request access on %(page)s "
+                     "(approval can take a while), or use a token of an account that has it",
+    ("not_found", None): "%(what)s does not exist, or is private to an account the token (if any) does not belong to: "
+                         "check the id on %(page)s",
+    ("not_found", False): "%(what)s does not exist, or is private and no token was given: check the id on %(page)s, "
+                          "or export HF_TOKEN for an account that can read it",
+    ("not_found", True): "%(what)s does not exist, or is private to an account the token does not belong to: check "
+                         "the id on %(page)s",
+    "forbidden": "the token may not read %(what)s (403): a fine-grained token needs read access to this repository "
+                 "(or to public gated repositories) at " + HUB + "/settings/tokens",
+    "revision": "%(what)s has no revision %(revision)s: check the branch, tag or commit on %(page)s/tree/main",
+    "disabled": "%(what)s is disabled on the hub: pick another repository",
+    "network": "could not reach the Hugging Face hub for %(what)s (%(detail)s): check the node's network, DNS and proxy",
+}
+
+
 def explain(result, repos, host, token_given):
     """One message per problem in a ``PROBE`` answer -> list of str (empty: every repository can be read)."""
     by_name = {r["repo"]: r for r in repos}
@@ -146,44 +168,19 @@ def explain(result, repos, host, token_given):
                 % (host, result.get("token_detail"))]
     messages = []
     for entry in result.get("repos") or []:
-        repo = by_name.get(entry["repo"], {"repo": entry["repo"]})
-        what, status = _what(repo), entry["status"]
-        page = "%s/%s" % (HUB, entry["repo"])
+        status = entry["status"]
         if status == "ok":
             continue
-        if status == "gated" and token_given is None:
-            messages.append("%s: %s is gated and the download had no access to it: request access on %s, and give a "
-                            "read token of that account (export HF_TOKEN)" % (host, what, page))
-        elif status == "gated" and not token_given:
-            messages.append("%s: %s is gated and no Hugging Face token was given: request access on %s, then export "
-                            "HF_TOKEN with a read token of that account" % (host, what, page))
-        elif status == "gated":
-            messages.append("%s: %s is gated and the token's account has no access to it (yet): request access on %s "
-                            "(approval can take a while), or use a token of an account that has it" % (host, what, page))
-        elif status == "forbidden":
-            messages.append("%s: the token may not read %s (403): a fine-grained token needs read access to this "
-                            "repository (or to public gated repositories) at %s/settings/tokens"
-                            % (host, what, HUB))
-        elif status == "not_found" and token_given is None:
-            messages.append("%s: %s does not exist, or is private to an account the token (if any) does not belong "
-                            "to: check the id on %s" % (host, what, page))
-        elif status == "not_found" and not token_given:
-            messages.append("%s: %s does not exist, or is private and no token was given: check the id on %s, or "
-                            "export HF_TOKEN for an account that can read it" % (host, what, page))
-        elif status == "not_found":
-            messages.append("%s: %s does not exist, or is private to an account the token does not belong to: "
-                            "check the id on %s" % (host, what, page))
-        elif status == "revision":
-            messages.append("%s: %s has no revision %s: check the branch, tag or commit on %s/tree/main"
-                            % (host, what, json.dumps(entry.get("revision")), page))
-        elif status == "disabled":
-            messages.append("%s: %s is disabled on the hub: pick another repository" % (host, what))
-        elif status == "network":
-            messages.append("%s could not reach the Hugging Face hub for %s (%s): check the node's network, DNS and "
-                            "proxy" % (host, what, entry.get("detail")))
+        given = None if token_given is None else bool(token_given)
+        advice = _ADVICE.get((status, given)) or _ADVICE.get(status)
+        values = {"what": _what(by_name.get(entry["repo"], {"repo": entry["repo"]})),
+                  "page": "%s/%s" % (HUB, entry["repo"]), "revision": json.dumps(entry.get("revision")),
+                  "detail": entry.get("detail")}
+        if advice:
+            messages.append(("%s " if status == "network" else "%s: ") % host + advice % values)
         else:
-            messages.append("%s: the hub answered %s for %s: %s" % (host, entry.get("code") or "an error", what,
-                                                                    entry.get("detail")))
+            messages.append("%s: the hub answered %s for %s: %s" % (host, entry.get("code") or "an error",
+                                                                   values["what"], entry.get("detail")))
     return messages
 
 
