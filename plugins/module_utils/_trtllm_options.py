@@ -178,9 +178,13 @@ _RULES_13RC22 = dict(
 # has a dynamic tree too (MTPDecodingConfig: "max_draft_len must be set when use_dynamic_tree is True").
 _RULES_13RC23 = dict(_RULES_13RC22, dynamic_tree="flag_only")
 
+# 1.3.0rc24: TorchLlmArgs.validate_encoder_cuda_graph_config - encoder_cuda_graph_config (new) needs
+# encoder_max_batch_size, num_tokens (or max_num_token) and seq_lens (or max_seq_len), and not encode_only.
+_RULES_13RC24 = dict(_RULES_13RC23, encoder_cuda_graph=True)
+
 RULES = {"1.2.0rc1": _RULES_12RC1, "1.2.0rc6": _RULES_12, "1.2.0": _RULES_121, "1.3.0rc11": _RULES_13,
          "1.3.0rc14": _RULES_13RC14, "1.3.0rc16": _RULES_13RC16, "1.3.0rc20": _RULES_13RC20, "1.3.0rc22": _RULES_13RC22,
-         "1.3.0rc23": _RULES_13RC23}
+         "1.3.0rc23": _RULES_13RC23, "1.3.0rc24": _RULES_13RC24}
 
 RELEASES = {version: {"table": TABLES[entry["table"]], "rules": RULES[entry["rules"]],
                       "before": TABLES[entry["before"]] if entry["before"] else None}
@@ -619,7 +623,24 @@ class _Validator:
                        % (_show(key), self.version, context, advice,
                           ", ".join(sorted(n for n in names if not n.startswith("_")))))
 
+    def check_encoder_cuda_graph(self, out):
+        config = out.get("encoder_cuda_graph_config")
+        if not isinstance(config, dict):
+            return
+        path = "encoder_cuda_graph_config"
+        if out.get("encode_only"):
+            self.error(path, "cannot be combined with encode_only: true (use cuda_graph_config with mode encode)")
+        if out.get("encoder_max_batch_size") is None:
+            self.error(path, "requires encoder_max_batch_size on TensorRT-LLM %s" % self.version)
+        missing = [pair for pair, keys in (("num_tokens/max_num_token", ("num_tokens", "max_num_token")),
+                                           ("seq_lens/max_seq_len", ("seq_lens", "max_seq_len")))
+                   if not any(config.get(k) for k in keys)]
+        if missing:
+            self.error(path, "requires %s on TensorRT-LLM %s" % (" and ".join(missing), self.version))
+
     def check_top(self, out):
+        if self.rules.get("encoder_cuda_graph"):
+            self.check_encoder_cuda_graph(out)
         load_format = out.get("load_format")
         if isinstance(load_format, str) and load_format.upper() not in _LOAD_FORMATS:
             self.error("load_format", "%s is not accepted by TensorRT-LLM %s (accepted, any case: %s)"

@@ -64,7 +64,7 @@ RELEASES = {
     "1.3.0rc13": _release("1.3.0rc13", "1.3.0rc11"),
     "1.3.0rc14": _release("1.3.0rc14", "1.3.0rc14"),
     "1.3.0rc22": _release("1.3.0rc22", "1.3.0rc22", cli="cli"),
-    "1.3.0rc24": _release("1.3.0rc24", "1.3.0rc23", cli="cli"),
+    "1.3.0rc24": _release("1.3.0rc24", "1.3.0rc24", cli="cli"),
 }
 
 # Releases people run that the collection refuses, and why (the message names the nearest supported one).

@@ -258,3 +258,14 @@ def test_24_cuda_graph_mode_is_inferred():
     assert 'unknown key "num_tokens"' in errors[0]
     assert "must equal max(batch_sizes)" in errors_of(
         {"cuda_graph_config": {"batch_sizes": [1, 2], "max_batch_size": 4}}, "1.3.0rc24")[0]
+
+
+def test_24_encoder_cuda_graphs():
+    """1.3.0rc24 llm_args.py:5412 TorchLlmArgs.validate_encoder_cuda_graph_config."""
+    graph = {"num_tokens": [64, 128], "seq_lens": [256]}
+    t.validate({"encoder_cuda_graph_config": graph, "encoder_max_batch_size": 4}, "1.3.0rc24")
+    assert "requires encoder_max_batch_size" in errors_of({"encoder_cuda_graph_config": graph}, "1.3.0rc24")[0]
+    (error,) = errors_of({"encoder_cuda_graph_config": {"num_tokens": [64]}, "encoder_max_batch_size": 4},
+                         "1.3.0rc24")
+    assert "requires seq_lens/max_seq_len" in error
+    assert "unknown key" in errors_of({"encoder_cuda_graph_config": graph}, "1.3.0rc22")[0]
