@@ -34,6 +34,7 @@ from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_r
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc11 as _t_1_3_0rc11
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc13 as _t_1_3_0rc13
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc14 as _t_1_3_0rc14
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc16 as _t_1_3_0rc16
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc22 as _t_1_3_0rc22
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc24 as _t_1_3_0rc24
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_releases as rel
@@ -42,7 +43,7 @@ DEFAULT_VERSION = rel.DEFAULT_VERSION
 
 # The generated tables, by the release whose source each was generated from (the manifest names one per release).
 TABLES = {t.TABLE["release"]: t.TABLE for t in (_t_1_2_0rc1, _t_1_2_0rc6, _t_1_2_0, _t_1_3_0rc11, _t_1_3_0rc13,
-                                                _t_1_3_0rc14, _t_1_3_0rc22, _t_1_3_0rc24)}
+                                                _t_1_3_0rc14, _t_1_3_0rc16, _t_1_3_0rc22, _t_1_3_0rc24)}
 
 # ---------------------------------------------------------------------------
 # Rules per release family. Sources: the rendered llm_args.py of each release on NVIDIA's
@@ -139,7 +140,9 @@ _RULES_13 = dict(
 
 # 1.3.0rc16: Eagle3's max_batch_size became a private attribute (filled from the top level), and MTP's
 # num_nextn_predict_layers is deprecated: MTPDecodingConfig._remap_deprecated_num_nextn_predict_layers (a
-# before-validator) moves it into max_draft_len with a warning, or drops it when max_draft_len is given.
+# before-validator) moves it into max_draft_len with a warning, or drops it when max_draft_len is given; an explicit
+# max_draft_len <= 0 is refused (set_max_total_draft_tokens). use_rejection_sampling arrives: Eagle3 only
+# (TorchLlmArgs.validate_speculative_config), not with sa_config (DecodingBaseConfig.validate_rejection_sampling_config).
 _RENAMED_13RC16 = {
     "speculative_config.max_batch_size": "the top-level max_batch_size (the draft's own is filled from it, a private "
                                          "attribute from 1.3.0rc16 on)",
@@ -149,12 +152,12 @@ _RENAMED_13RC16 = {
 # 1.3.0rc14: DFlash joined the union; TorchLlmArgs.validate_speculative_config asserts its max_draft_len > 0.
 _RULES_13RC14 = dict(_RULES_13, draft_len_positive=_RULES_13["draft_len_positive"] + ("DFlashDecodingConfig",))
 
-_RULES_13RC16 = dict(_RULES_13RC14, mtp="remap", renamed=_RENAMED_13RC16)
+_RULES_13RC16 = dict(_RULES_13RC14, mtp="remap", renamed=_RENAMED_13RC16, mtp_draft_len_positive=True,
+                     rejection_sampling="eagle3")
 
-# 1.3.0rc20: use_rejection_sampling (TorchLlmArgs.validate_speculative_config refuses an explicit true on the paths
-# that cannot do it), MTP's explicit max_draft_len must be > 0 (MTPDecodingConfig.set_max_total_draft_tokens), CUDA
-# graphs split into decode and encode configurations.
-_RULES_13RC20 = dict(_RULES_13RC16, rejection_sampling=True, mtp_draft_len_positive=True)
+# 1.3.0rc20: rejection sampling on more paths (TorchLlmArgs.validate_speculative_config refuses an explicit true on
+# those that cannot do it), CUDA graphs split into decode and encode configurations.
+_RULES_13RC20 = dict(_RULES_13RC16, rejection_sampling="paths")
 
 # 1.3.0rc22: acceptance_window and acceptance_length_threshold were replaced (no alias, so the old keys are extra
 # keys), DSpark joined the union (TorchLlmArgs.validate_speculative_config: max_draft_len > 0, a draft model,
@@ -826,9 +829,17 @@ class _Validator:
                        "checkpoint)" % (draft_len, self.version))
 
     def check_rejection_sampling(self, path, out, model):
-        """TorchLlmArgs.validate_speculative_config of 1.3.0rc20 on: an explicit use_rejection_sampling: true where
-        the release cannot sample that way is an error (a default-inherited one is turned off quietly)."""
+        """TorchLlmArgs.validate_speculative_config: an explicit use_rejection_sampling: true where the release cannot
+        sample that way is an error (from 1.3.0rc22 a default-inherited one is turned off quietly)."""
         if out.get("use_rejection_sampling") is not True:
+            return
+        if self.rules["rejection_sampling"] == "eagle3":
+            if model not in ("Eagle3DecodingConfig", "EagleDecodingConfig"):
+                self.error(self.join(path, "use_rejection_sampling"), "true is only supported for the Eagle3 one-model "
+                           "path on TensorRT-LLM %s" % self.version)
+            elif out.get("sa_config") is not None:
+                self.error(self.join(path, "use_rejection_sampling"), "true cannot be combined with sa_config on "
+                           "TensorRT-LLM %s (SA enhancement may override the drafted tokens)" % self.version)
             return
         supported = ("Eagle3DecodingConfig", "EagleDecodingConfig", "MTPDecodingConfig", "PARDDecodingConfig",
                      "DFlashDecodingConfig", "DSparkDecodingConfig", "DraftTargetDecodingConfig")

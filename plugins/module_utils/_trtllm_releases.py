@@ -63,6 +63,9 @@ RELEASES = {
     "1.3.0rc12": _release("1.3.0rc13", "1.3.0rc11", before="1.3.0rc11"),
     "1.3.0rc13": _release("1.3.0rc13", "1.3.0rc11"),
     "1.3.0rc14": _release("1.3.0rc14", "1.3.0rc14"),
+    # No 1.3.0rc15 page is published (PyPI has the wheel): rc16's table and rules, rc14's keys for the warning.
+    "1.3.0rc15": _release("1.3.0rc16", "1.3.0rc16", before="1.3.0rc14"),
+    "1.3.0rc16": _release("1.3.0rc16", "1.3.0rc16"),
     "1.3.0rc22": _release("1.3.0rc22", "1.3.0rc22", cli="cli"),
     "1.3.0rc24": _release("1.3.0rc24", "1.3.0rc24", cli="cli"),
 }

@@ -269,3 +269,21 @@ def test_24_encoder_cuda_graphs():
                          "1.3.0rc24")
     assert "requires seq_lens/max_seq_len" in error
     assert "unknown key" in errors_of({"encoder_cuda_graph_config": graph}, "1.3.0rc22")[0]
+
+
+def test_16_rejection_sampling_is_eagle3_only_and_mtp_counts_drafts():
+    """1.3.0rc16 llm_args.py:4324 (use_rejection_sampling "only supported for PyTorch Eagle3 one-model"), :1001
+    (not with sa_config), :1728 MTPDecodingConfig._remap_deprecated_num_nextn_predict_layers, :1750 (> 0)."""
+    mtp = {"decoding_type": "MTP", "max_draft_len": 3, "use_rejection_sampling": True}
+    assert "only supported for the Eagle3 one-model path" in errors_of({"speculative_config": mtp}, "1.3.0rc16")[0]
+    eagle = dict(PLAYBOOK_EAGLE3["speculative_config"], use_rejection_sampling=True)
+    assert warnings_of({"speculative_config": eagle}, "1.3.0rc16") == []
+    assert "cannot be combined with sa_config" in errors_of(
+        {"speculative_config": dict(eagle, sa_config={"threshold": 4})}, "1.3.0rc16")[0]
+    assert "must be > 0 for MTP" in errors_of({"speculative_config": {"decoding_type": "MTP", "max_draft_len": 0}},
+                                              "1.3.0rc16")[0]
+    # 1.3.0rc15 has no page: rc16's table and rules, and a key rc14 lacks is accepted with a warning.
+    (warning,) = warnings_of({"enable_early_first_token_response": True}, "1.3.0rc15")
+    assert "1.3.0rc15's table is 1.3.0rc16's" in warning and "1.3.0rc14 has no enable_early_first_token_response" \
+        in warning
+    assert warnings_of({"enable_early_first_token_response": True}, "1.3.0rc16") == []
