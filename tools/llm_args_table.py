@@ -66,12 +66,16 @@ _PRE = re.compile(r'<div class="highlight"><pre>(.*?)</pre></div>', re.S)
 _TAG = re.compile(r"<[^>]+>")
 
 
+_VIEWCODE_BACK = re.compile(r'<a class="viewcode-back"[^>]*>\[docs\]</a>\n?')
+
+
 def source_from_html(text):
     """The Python source of a Sphinx viewcode page: the highlighted block, tags stripped, entities decoded."""
     blocks = _PRE.findall(text)
     if not blocks:
         raise SourceError("no <div class=\"highlight\"><pre> block: is this a rendered _modules/ page?")
-    code = max(blocks, key=len)
+    # Documented methods carry a "[docs]" back-link inside the block, at column 0: it would end the class body.
+    code = _VIEWCODE_BACK.sub("", max(blocks, key=len))
     return html.unescape(_TAG.sub("", code))
 
 

@@ -35,6 +35,7 @@ from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_r
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc13 as _t_1_3_0rc13
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc14 as _t_1_3_0rc14
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc16 as _t_1_3_0rc16
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc20 as _t_1_3_0rc20
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc22 as _t_1_3_0rc22
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc24 as _t_1_3_0rc24
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_releases as rel
@@ -43,7 +44,8 @@ DEFAULT_VERSION = rel.DEFAULT_VERSION
 
 # The generated tables, by the release whose source each was generated from (the manifest names one per release).
 TABLES = {t.TABLE["release"]: t.TABLE for t in (_t_1_2_0rc1, _t_1_2_0rc6, _t_1_2_0, _t_1_3_0rc11, _t_1_3_0rc13,
-                                                _t_1_3_0rc14, _t_1_3_0rc16, _t_1_3_0rc22, _t_1_3_0rc24)}
+                                                _t_1_3_0rc14, _t_1_3_0rc16, _t_1_3_0rc20,
+                                                _t_1_3_0rc22, _t_1_3_0rc24)}
 
 # ---------------------------------------------------------------------------
 # Rules per release family. Sources: the rendered llm_args.py of each release on NVIDIA's
@@ -155,14 +157,16 @@ _RULES_13RC14 = dict(_RULES_13, draft_len_positive=_RULES_13["draft_len_positive
 _RULES_13RC16 = dict(_RULES_13RC14, mtp="remap", renamed=_RENAMED_13RC16, mtp_draft_len_positive=True,
                      rejection_sampling="eagle3")
 
-# 1.3.0rc20: rejection sampling on more paths (TorchLlmArgs.validate_speculative_config refuses an explicit true on
-# those that cannot do it), CUDA graphs split into decode and encode configurations.
-_RULES_13RC20 = dict(_RULES_13RC16, rejection_sampling="paths")
+# 1.3.0rc20: use_rejection_sampling is turned off without a word where it cannot work (not Eagle3:
+# TorchLlmArgs.validate_speculative_config; with sa_config: validate_rejection_sampling_config); CUDA graphs split into
+# decode and encode configurations, discriminated on mode, which TorchLlmArgs.infer_cuda_graph_config_mode fills in
+# when absent (encode when an encoder field is set).
+_RULES_13RC20 = dict(_RULES_13RC16, rejection_sampling="ignored", cuda_graph_mode="infer")
 
 # 1.3.0rc22: acceptance_window and acceptance_length_threshold were replaced (no alias, so the old keys are extra
 # keys), DSpark joined the union (TorchLlmArgs.validate_speculative_config: max_draft_len > 0, a draft model,
-# block_size == max_draft_len), and cuda_graph_config is discriminated on mode, which
-# TorchLlmArgs.infer_cuda_graph_config_mode fills in when absent (encode when an encoder field is set).
+# block_size == max_draft_len), and rejection sampling runs on more paths: an explicit true where it cannot is an
+# error (a default-inherited one is turned off).
 _RULES_13RC22 = dict(
     _RULES_13RC20,
     renamed=dict(_RENAMED_13RC16, **{
@@ -173,7 +177,7 @@ _RULES_13RC22 = dict(
     draft_len_positive=_RULES_13RC20["draft_len_positive"] + ("DSparkDecodingConfig",),
     draft_model_required=_RULES_13["draft_model_required"] + ("DSparkDecodingConfig",),
     block_size_is_draft_len=("DSparkDecodingConfig",),
-    cuda_graph_mode="infer",
+    rejection_sampling="paths",
 )
 
 # 1.3.0rc23 and rc24: a dynamic tree only on use_dynamic_tree: true (dynamic_tree_max_topK alone is ignored with a
@@ -832,6 +836,11 @@ class _Validator:
         """TorchLlmArgs.validate_speculative_config: an explicit use_rejection_sampling: true where the release cannot
         sample that way is an error (from 1.3.0rc22 a default-inherited one is turned off quietly)."""
         if out.get("use_rejection_sampling") is not True:
+            return
+        if self.rules["rejection_sampling"] == "ignored":
+            if model not in ("Eagle3DecodingConfig", "EagleDecodingConfig") or out.get("sa_config") is not None:
+                self.warnings.append("%s: use_rejection_sampling is turned off by TensorRT-LLM %s here (Eagle3 without "
+                                     "sa_config only)" % (path, self.version))
             return
         if self.rules["rejection_sampling"] == "eagle3":
             if model not in ("Eagle3DecodingConfig", "EagleDecodingConfig"):

@@ -9,8 +9,8 @@ from __future__ import annotations
 TABLE = {
     'release': '1.3.0rc14',
     'source': (
-        'the rendered source page, NVIDIA/TensorRT-LLM gh-pages 1.3.0rc14/_modules/tensorrt_llm/llmapi/llm_args.html ([docs] back-links '
-        'removed before extraction)'),
+        'the rendered source page, NVIDIA/TensorRT-LLM gh-pages 1.3.0rc14/_modules/tensorrt_llm/llmapi/llm_args.html @ '
+        'c502768cdf4065fa028b2661ce43c0786d25d34b ([docs] back-links removed before extraction)'),
     'root': 'TorchLlmArgs',
     'models': {
         'TorchLlmArgs': {

@@ -9,8 +9,8 @@ from __future__ import annotations
 TABLE = {
     'release': '1.3.0rc16',
     'source': (
-        'the rendered source page, NVIDIA/TensorRT-LLM gh-pages 1.3.0rc16/_modules/tensorrt_llm/llmapi/llm_args.html ([docs] back-links '
-        'removed before extraction)'),
+        'the rendered source page, NVIDIA/TensorRT-LLM gh-pages 1.3.0rc16/_modules/tensorrt_llm/llmapi/llm_args.html @ '
+        '4fa826a665f195842328ca720543cbe41ef985da ([docs] back-links removed before extraction)'),
     'root': 'TorchLlmArgs',
     'models': {
         'TorchLlmArgs': {

@@ -9,8 +9,8 @@ from __future__ import annotations
 TABLE = {
     'release': '1.3.0rc22',
     'source': (
-        'the rendered source page, NVIDIA/TensorRT-LLM gh-pages 1.3.0rc22/_modules/tensorrt_llm/llmapi/llm_args.html ([docs] back-links '
-        'removed before extraction)'),
+        'the rendered source page, NVIDIA/TensorRT-LLM gh-pages 1.3.0rc22/_modules/tensorrt_llm/llmapi/llm_args.html @ '
+        '0694d640e984759d125df55bac27a19e0079fe8e ([docs] back-links removed before extraction)'),
     'root': 'TorchLlmArgs',
     'models': {
         'TorchLlmArgs': {

@@ -39,9 +39,9 @@ DEFAULT_VERSION = "1.2.0rc6"
 _SITE = "https://nvidia.github.io/TensorRT-LLM/%s/_modules/tensorrt_llm/llmapi/llm_args.html"
 
 # How trtllm-serve weighs a flag given on its command line against the same key in the options file:
-# "options_file": the file is merged over the arguments the CLI built, so the file wins (1.2 and 1.3 up to rc20,
+# "options_file": the file is merged over the arguments the CLI built, so the file wins (1.2 and 1.3 up to rc16,
 #   update_llm_args_with_extra_dict); "cli": explicit CLI flags win, with a warning (PR #14812, "explicit CLI > YAML >
-#   defaults": update_llm_args_with_extra_dict(explicit_cli_keys) from the rc22 source on).
+#   defaults": update_llm_args_with_extra_dict(explicit_cli_keys) from the rc20 source on).
 # Metrics: "request" the request metrics only (1.2.x: five unprefixed ones, PR #5785; 1.3: trtllm_-prefixed request
 # and KV-cache metrics, PRs #11243 and #12132); "spec_decoding" also the speculative-decoding counters (PR #12545),
 # which no release below is known to serve: the collection's exporter serves them for every one.
@@ -66,6 +66,7 @@ RELEASES = {
     # No 1.3.0rc15 page is published (PyPI has the wheel): rc16's table and rules, rc14's keys for the warning.
     "1.3.0rc15": _release("1.3.0rc16", "1.3.0rc16", before="1.3.0rc14"),
     "1.3.0rc16": _release("1.3.0rc16", "1.3.0rc16"),
+    "1.3.0rc20": _release("1.3.0rc20", "1.3.0rc20", cli="cli"),
     "1.3.0rc22": _release("1.3.0rc22", "1.3.0rc22", cli="cli"),
     "1.3.0rc24": _release("1.3.0rc24", "1.3.0rc24", cli="cli"),
 }

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -155,6 +156,18 @@ def test_the_rendered_documentation_page_gives_the_same_table(tmp_path, table):
     source, origin = gen.read_source(str(page))
     assert "rendered page" in origin
     assert gen.build_table(source, "9.9.9", "the test source") == table
+
+
+def test_documented_methods_keep_their_class_body():
+    """Sphinx viewcode puts a "[docs]" back-link before each documented method, inside the highlighted block."""
+    page = ('<div class="highlight"><pre><span></span><span class="k">class</span> <span class="nc">A</span>'
+            '<span class="p">:</span>\n    <span class="n">x</span><span class="p">:</span> <span class="nb">int</span>\n\n'
+            '<div class="viewcode-block" id="A.check">\n<a class="viewcode-back" href="../x.html#A.check">[docs]</a>\n'
+            '    <span class="k">def</span> <span class="nf">check</span><span class="p">(</span><span class="bp">self'
+            '</span><span class="p">):</span>\n        <span class="k">return</span> <span class="kc">None</span>'
+            '</div>\n</pre></div>')
+    source = gen.source_from_html(page)
+    assert "[docs]" not in source and ast.parse(source).body[0].name == "A"
 
 
 def test_the_written_module_is_data_that_imports(tmp_path, table):

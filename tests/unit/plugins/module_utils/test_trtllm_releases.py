@@ -287,3 +287,17 @@ def test_16_rejection_sampling_is_eagle3_only_and_mtp_counts_drafts():
     assert "1.3.0rc15's table is 1.3.0rc16's" in warning and "1.3.0rc14 has no enable_early_first_token_response" \
         in warning
     assert warnings_of({"enable_early_first_token_response": True}, "1.3.0rc16") == []
+
+
+def test_20_rejection_sampling_is_turned_off_quietly_and_the_flag_wins():
+    """1.3.0rc20: TorchLlmArgs.validate_speculative_config turns use_rejection_sampling off for anything but Eagle3 and
+    DecodingBaseConfig.validate_rejection_sampling_config with sa_config (no error); the acceptance controls keep their
+    old names; CUDA graph modes are inferred (infer_cuda_graph_config_mode); explicit_cli_keys: the flag wins."""
+    mtp = {"decoding_type": "MTP", "max_draft_len": 3, "use_rejection_sampling": True}
+    assert "is turned off by TensorRT-LLM 1.3.0rc20" in warnings_of({"speculative_config": mtp}, "1.3.0rc20")[0]
+    spec = dict(PLAYBOOK_EAGLE3["speculative_config"], acceptance_window=8, acceptance_length_threshold=1.5)
+    t.validate({"speculative_config": spec}, "1.3.0rc20")
+    assert "acceptance_rate_window_size" in errors_of({"speculative_config": spec}, "1.3.0rc22")[0]
+    t.validate({"cuda_graph_config": {"num_tokens": [8, 16]}}, "1.3.0rc20")
+    assert rel.cli_wins("1.3.0rc20") and not rel.cli_wins("1.3.0rc16")
+    assert "DSpark" not in t.TABLES["1.3.0rc20"]["decoding_tags"] and "DFlash" in t.TABLES["1.3.0rc20"]["decoding_tags"]
