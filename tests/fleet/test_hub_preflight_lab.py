@@ -81,6 +81,11 @@ def test_a_downloaded_model_serves_without_asking_the_hub(inventory):
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert changed > 0
     # Everything is on the node now: the re-run asks the hub nothing, so it needs no network.
-    proc, changed = run(inventory, GOOD, "-v")
+    proc, changed = run(inventory, GOOD)
     assert changed == 0 and proc.returncode == 0, proc.stdout[-3000:]
+    task = proc.stdout.split("TASK [Check that the hub lets this node download what it needs]", 1)[1]
+    assert task.split("TASK [", 1)[0].strip("* \n").startswith("skipping: [%s]" % HOST)
+    # A change that fetches nothing new (the draft length) still asks nothing: the downloads are complete.
+    proc, changed = run(inventory, GOOD, "-v", "-e", "specdec_serve_max_draft_len=2")
+    assert proc.returncode == 0 and changed > 0, proc.stdout[-3000:]
     assert "via: skipped" in proc.stdout and "checked: []" in proc.stdout
