@@ -179,8 +179,8 @@ def explain(result, repos, host, token_given):
         if advice:
             messages.append(("%s " if status == "network" else "%s: ") % host + advice % values)
         else:
-            messages.append("%s: the hub answered %s for %s: %s" % (host, entry.get("code") or "an error",
-                                                                   values["what"], entry.get("detail")))
+            messages.append("%s: the hub answered %s for %s: %s"
+                            % (host, entry.get("code") or "an error", values["what"], entry.get("detail")))
     return messages
 
 

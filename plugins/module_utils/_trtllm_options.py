@@ -37,6 +37,7 @@ from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_r
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc16 as _t_1_3_0rc16
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc20 as _t_1_3_0rc20
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc22 as _t_1_3_0rc22
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc23 as _t_1_3_0rc23
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_release_1_3_0rc24 as _t_1_3_0rc24
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_releases as rel
 
@@ -45,7 +46,7 @@ DEFAULT_VERSION = rel.DEFAULT_VERSION
 # The generated tables, by the release whose source each was generated from (the manifest names one per release).
 TABLES = {t.TABLE["release"]: t.TABLE for t in (_t_1_2_0rc1, _t_1_2_0rc6, _t_1_2_0, _t_1_3_0rc11, _t_1_3_0rc13,
                                                 _t_1_3_0rc14, _t_1_3_0rc16, _t_1_3_0rc20,
-                                                _t_1_3_0rc22, _t_1_3_0rc24)}
+                                                _t_1_3_0rc22, _t_1_3_0rc23, _t_1_3_0rc24)}
 
 # ---------------------------------------------------------------------------
 # Rules per release family. Sources: the rendered llm_args.py of each release on NVIDIA's

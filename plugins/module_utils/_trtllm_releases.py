@@ -68,6 +68,7 @@ RELEASES = {
     "1.3.0rc16": _release("1.3.0rc16", "1.3.0rc16"),
     "1.3.0rc20": _release("1.3.0rc20", "1.3.0rc20", cli="cli"),
     "1.3.0rc22": _release("1.3.0rc22", "1.3.0rc22", cli="cli"),
+    "1.3.0rc23": _release("1.3.0rc23", "1.3.0rc23", cli="cli"),
     "1.3.0rc24": _release("1.3.0rc24", "1.3.0rc24", cli="cli"),
 }
 

@@ -301,3 +301,17 @@ def test_20_rejection_sampling_is_turned_off_quietly_and_the_flag_wins():
     t.validate({"cuda_graph_config": {"num_tokens": [8, 16]}}, "1.3.0rc20")
     assert rel.cli_wins("1.3.0rc20") and not rel.cli_wins("1.3.0rc16")
     assert "DSpark" not in t.TABLES["1.3.0rc20"]["decoding_tags"] and "DFlash" in t.TABLES["1.3.0rc20"]["decoding_tags"]
+
+
+def test_23_dynamic_tree_on_the_flag_for_eagle_and_mtp():
+    """1.3.0rc23 llm_args.py:2207 and :2691 ("dynamic_tree_max_topK is set but use_dynamic_tree is False"):
+    Eagle's and MTP's trees only on the flag; rc22 still entered one on topK alone (llm_args.py:2127)."""
+    eagle = dict(PLAYBOOK_EAGLE3["speculative_config"], dynamic_tree_max_topK=4)
+    assert "is ignored" in warnings_of({"speculative_config": eagle}, "1.3.0rc23")[0]
+    assert "TensorRT-LLM 1.3.0rc22 picks one" in warnings_of({"speculative_config": eagle}, "1.3.0rc22")[0]
+    mtp = {"decoding_type": "MTP", "max_draft_len": 2, "use_dynamic_tree": True, "dynamic_tree_max_topK": 2,
+           "max_total_draft_tokens": 5}
+    assert "must be between max_draft_len (2) and dynamic_tree_max_topK * max_draft_len (4)" in errors_of(
+        {"speculative_config": mtp}, "1.3.0rc23")[0]
+    assert "unknown key" in errors_of({"speculative_config": mtp}, "1.3.0rc22")[0]
+    assert "encoder_cuda_graph_config" not in t._fields(t.TABLES["1.3.0rc23"]["models"], "TorchLlmArgs", {})

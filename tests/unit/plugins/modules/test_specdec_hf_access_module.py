@@ -18,7 +18,8 @@ import types
 
 import pytest
 
-from ansible.module_utils import basic
+from ansible.module_utils import _internal, basic
+from ansible.module_utils.common import warnings as ansible_warnings
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.dgx_spark.specdec.plugins.modules import specdec_hf_access
@@ -72,7 +73,7 @@ class Docker:
     def __init__(self, hub, has_image=True):
         self.hub, self.has_image, self.calls = hub, has_image, []
 
-    def __call__(self, module, argv, data=None, **kwargs):
+    def run_command(self, argv, data=None, **kwargs):  # pylint: disable=unused-argument
         self.calls.append((list(argv), data))
         if argv[1:3] == ["image", "inspect"]:
             return (0, "sha256:img\n", "") if self.has_image else (1, "", "No such image")
@@ -86,8 +87,10 @@ class Docker:
 
 
 def run(capsys, monkeypatch, args, docker):
+    monkeypatch.setattr(ansible_warnings, "_global_warnings", {})  # a module process starts with none
+    monkeypatch.setattr(_internal, "is_controller", False)
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: "/usr/bin/" + name)
-    monkeypatch.setattr(basic.AnsibleModule, "run_command", lambda self, argv, **kw: docker(self, argv, **kw))
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", docker.run_command)
     with patch_module_args(args):
         with pytest.raises(SystemExit) as info:
             specdec_hf_access.main()
