@@ -575,14 +575,14 @@ def test_tokenizer_counts_tokens_like_the_generator(served):
 
 
 def test_tokenizer_honours_hf_hub_offline(served):
-    load = "python3 -c 'from transformers import AutoTokenizer; AutoTokenizer.from_pretrained(\"org/%s\")'"
+    load = "python3 -c 'from transformers import AutoTokenizer; AutoTokenizer.from_pretrained(\"spark-lab/%s\")'"
     proc = served.run(load % "none", env={"HF_HUB_OFFLINE": "1"}, check=False)
     assert proc.returncode == 1
     assert "OSError: We couldn't connect to 'https://huggingface.co' to load the files" in proc.stderr
     proc = served.run(load % "fetched", check=False)             # online: the lab's hub fills the cache
     assert proc.returncode == 0, proc.stderr
     listing = served.run("ls /root/.cache/huggingface/hub").stdout.split()
-    assert "models--org--fetched" in listing and "models--org--none" not in listing
+    assert "models--spark-lab--fetched" in listing and "models--spark-lab--none" not in listing
 
 
 def test_trtllm_standin_has_the_shim_too(image):  # pylint: disable=unused-argument
