@@ -13,11 +13,11 @@ from ansible_collections.dgx_spark.specdec.plugins.module_utils import _hf_acces
 
 def hf_download_failure(job, host):
     """``job``: one result of the download's async_status loop (its ``item.item`` is the planned download)."""
-    try:
-        download = job["item"]["item"]
-        download["repo"]  # pylint: disable=pointless-statement
-    except (KeyError, TypeError) as exc:
-        raise AnsibleFilterError("hf_download_failure: not a download job result (%s)" % exc)
+    item = job.get("item") if isinstance(job, dict) else None
+    download = item.get("item") if isinstance(item, dict) else None
+    if not isinstance(download, dict) or "repo" not in download:
+        raise AnsibleFilterError("hf_download_failure: not a result of the download's async_status loop (no "
+                                 "item.item.repo)")
     if not job.get("finished"):
         return ("Downloading failed: %s: %s (%s) did not finish within specdec_serve_download_timeout; a slow link "
                 "needs a longer one (the download goes on where it stopped on the next run)"

@@ -224,7 +224,7 @@ INPUTS = (
        "(one Spark).", profile="frontend", default="trtllm-serve", choices=("trtllm-serve", "triton")),
     _I("specdec_serve_trtllm_version", "str", "The TensorRT-LLM release of the image; selects the option table and "
        "the image tag. Required, except with Triton (the release its Triton release ships).",
-       profile="trtllm_version", choices=trt.SUPPORTED_VERSIONS),
+       profile="trtllm_version", choices=rel.SUPPORTED_VERSIONS),
     _I("specdec_serve_triton_release", "str", "Triton release YY.MM (frontend triton); its TensorRT-LLM comes from "
        "Triton's compatibility matrix.", profile="triton_release"),
     _I("specdec_serve_triton_config", "dict", "Triton model settings (max_batch_size 0, decoupled, "

@@ -56,9 +56,6 @@ CONTAINER_NAMES = {"single": "trtllm-specdec", "multinode": "trtllm-multinode", 
 # closes on every interface but loopback and the QSFP ones.
 MPI_OOB_PORT = 50100
 MPI_BTL_PORTS = (50101, 32)
-# Labels and environment an image may carry its TensorRT-LLM release in (the lab's stand-in sets both).
-IMAGE_VERSION_LABELS = rel.IMAGE_VERSION_LABELS
-IMAGE_VERSION_ENV = rel.IMAGE_VERSION_ENV
 # Open MPI 4 (ORTE) and 5 (PRRTE) name the same settings differently, and Open MPI 5 ignores the ORTE-era names
 # without a word: the hostfile is not read and every rank runs on the launcher (open-mpi/ompi#12873; checked
 # with Open MPI 5.0.11's prte_info). An image with Open MPI 5 says so in its environment (PRTE_PREFIX, as
@@ -320,9 +317,9 @@ def _release(plan, triton):
     if version is None:
         if not triton:
             plan.fail("specdec_serve_trtllm_version on %s: not set (known releases: %s)"
-                      % (plan.where, ", ".join(trt.SUPPORTED_VERSIONS)))
+                      % (plan.where, ", ".join(rel.SUPPORTED_VERSIONS)))
         return triton_release, None
-    if str(version) not in trt.SUPPORTED_VERSIONS:
+    if str(version) not in rel.SUPPORTED_VERSIONS:
         plan.fail(trt.unknown_release_message(version, field))
         return triton_release, None
     version = str(version)
@@ -522,7 +519,7 @@ def _openmpi(plan, s):
                   "builds of it; pull it again on each node" % (plan.where, s.image, majors, where))
     if found:
         return sorted(found)[0]
-    return trt.openmpi_major(s.version) if s.version else 4
+    return rel.openmpi_major(s.version) if s.version else 4
 
 
 def _image_openmpi(image):
@@ -784,7 +781,7 @@ def _image(plan, s):
         default_tag = "%s-trtllm-python-py3" % s.triton_release
     else:
         repository = top.get("trtllm_container_image_repository")
-        default_tag = s.version
+        default_tag = rel.image(s.version, repository)["tag"] if s.version else None
     if not default_tag and not top.raw("trtllm_container_image_tag"):
         return None  # the tag follows the release, whose own check failed
     # A profile may name its guide's own tag (spark-single-gpu-dev); the inventory's wins.
@@ -1407,11 +1404,11 @@ def _trust_current(plan, ssh, have):
 
 def _image_version(image_facts):
     labels = image_facts.get("labels") or {}
-    for key in IMAGE_VERSION_LABELS:
+    for key in rel.IMAGE_VERSION_LABELS:
         if labels.get(key):
             return str(labels[key])
     env = image_facts.get("env") or {}
-    for key in IMAGE_VERSION_ENV:
+    for key in rel.IMAGE_VERSION_ENV:
         if env.get(key):
             return str(env[key])
     return None

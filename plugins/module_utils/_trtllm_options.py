@@ -198,8 +198,6 @@ RELEASES = {version: {"table": TABLES[entry["table"]], "rules": RULES[entry["rul
                       "before": TABLES[entry["before"]] if entry["before"] else None}
             for version, entry in rel.RELEASES.items()}
 
-SUPPORTED_VERSIONS = rel.SUPPORTED_VERSIONS
-KNOWN_UNSUPPORTED = rel.KNOWN_UNSUPPORTED
 
 # Keys that older releases or blog posts used and that no supported release accepts.
 RENAMED_KEYS = {
@@ -257,11 +255,11 @@ class ValidationResult:
 
 def unknown_release_message(version, field="trtllm_version"):
     """Why ``version`` is refused, the releases that are known, and how to add one."""
-    reason = KNOWN_UNSUPPORTED.get(str(version), "it has no field table in this collection")
+    reason = rel.KNOWN_UNSUPPORTED.get(str(version), "it has no field table in this collection")
     return ("%s: %s is not a TensorRT-LLM release this collection knows: %s. Known releases: %s. "
             "To add one, generate its table from the release's llm_args.py (tools/llm_args_table.py) and "
             "add it to the release manifest, plugins/module_utils/_trtllm_releases.py (README, \"Adding a TensorRT-LLM "
-            "release\")" % (field, _show(version), reason, ", ".join(SUPPORTED_VERSIONS)))
+            "release\")" % (field, _show(version), reason, ", ".join(rel.SUPPORTED_VERSIONS)))
 
 
 # ---------------------------------------------------------------------------
@@ -838,24 +836,25 @@ class _Validator:
         sample that way is an error (from 1.3.0rc22 a default-inherited one is turned off quietly)."""
         if out.get("use_rejection_sampling") is not True:
             return
-        if self.rules["rejection_sampling"] == "ignored":
-            if model not in ("Eagle3DecodingConfig", "EagleDecodingConfig") or out.get("sa_config") is not None:
+        mode = self.rules["rejection_sampling"]
+        eagle3 = model in ("Eagle3DecodingConfig", "EagleDecodingConfig")  # Eagle becomes Eagle3 first
+        if mode == "ignored":
+            if not eagle3 or out.get("sa_config") is not None:
                 self.warnings.append("%s: use_rejection_sampling is turned off by TensorRT-LLM %s here (Eagle3 without "
                                      "sa_config only)" % (path, self.version))
             return
-        if self.rules["rejection_sampling"] == "eagle3":
-            if model not in ("Eagle3DecodingConfig", "EagleDecodingConfig"):
+        if mode == "eagle3":
+            if not eagle3:
                 self.error(self.join(path, "use_rejection_sampling"), "true is only supported for the Eagle3 one-model "
                            "path on TensorRT-LLM %s" % self.version)
             elif out.get("sa_config") is not None:
                 self.error(self.join(path, "use_rejection_sampling"), "true cannot be combined with sa_config on "
                            "TensorRT-LLM %s (SA enhancement may override the drafted tokens)" % self.version)
             return
-        supported = ("Eagle3DecodingConfig", "EagleDecodingConfig", "MTPDecodingConfig", "PARDDecodingConfig",
-                     "DFlashDecodingConfig", "DSparkDecodingConfig", "DraftTargetDecodingConfig")
         newer = ("PARDDecodingConfig", "DFlashDecodingConfig", "DSparkDecodingConfig", "DraftTargetDecodingConfig")
+        supported = eagle3 or model == "MTPDecodingConfig" or model in newer
         reasons = []
-        if model not in supported:
+        if not supported:
             reasons.append("%s is not a rejection-sampling path (those are Eagle3, MTP, PARD, DFlash, DSpark and "
                            "Draft_Target)" % out.get("decoding_type"))
         if out.get("sa_config") is not None:
@@ -888,20 +887,19 @@ class _Validator:
             self.error(self.join(path, "max_draft_len"), "must be set when use_dynamic_tree is true")
         if not isinstance(top_k, int) or top_k <= 0:
             self.error(self.join(path, "dynamic_tree_max_topK"), "must be > 0 for a dynamic tree (use_dynamic_tree%s)"
-                       % (" or dynamic_tree_max_topK set" if self.rules["dynamic_tree"] == "flag_or_topk" else ""))
+                       % (" or dynamic_tree_max_topK set" if mode == "flag_or_topk" else ""))
             return
         total = out.get("max_total_draft_tokens")
-        if mode == "flag" and "max_total_draft_tokens" in out and not (isinstance(total, int) and total > 0):
-            # 1.2's EagleDecodingConfig.__init__ asserts it (unset, it takes max_draft_len).
-            self.error(self.join(path, "max_total_draft_tokens"), "%s: with use_dynamic_tree it must be > 0 (the "
-                       "draft tree's nodes) on TensorRT-LLM %s, or left out" % (_show(total), self.version))
-        if mode not in ("flag_or_topk", "flag_only"):
+        if mode == "flag":
+            # 1.2's EagleDecodingConfig.__init__ asserts it (unset, it takes max_draft_len); no upper bound.
+            if "max_total_draft_tokens" in out and not (isinstance(total, int) and total > 0):
+                self.error(self.join(path, "max_total_draft_tokens"), "%s: with use_dynamic_tree it must be > 0 (the "
+                           "draft tree's nodes) on TensorRT-LLM %s, or left out" % (_show(total), self.version))
             return
-        if total is None and mode == "flag_only":
-            return  # topK * max_draft_len
         if total is None:
-            self.warnings.append("%s: dynamic tree without max_total_draft_tokens: TensorRT-LLM %s picks one"
-                                 % (path, self.version))
+            if mode == "flag_or_topk":  # flag_only: topK * max_draft_len
+                self.warnings.append("%s: dynamic tree without max_total_draft_tokens: TensorRT-LLM %s picks one"
+                                     % (path, self.version))
         elif isinstance(total, int) and isinstance(draft_len, int) and not draft_len <= total <= top_k * draft_len:
             self.error(self.join(path, "max_total_draft_tokens"),
                        "%s must be between max_draft_len (%s) and dynamic_tree_max_topK * max_draft_len (%s)"
@@ -1148,9 +1146,6 @@ def flags_as_llm_args(flags, trust_remote_code=False):
     return {key: value for key, value in args.items() if value is not None}
 
 
-release_key = rel.release_key
-openmpi_major = rel.openmpi_major
-
 # trtllm-serve mounts /prometheus/metrics only with return_perf_metrics; enable_iter_perf_stats adds the iteration
 # metrics (queue, KV cache, speculative decoding) and fills GET /metrics.
 # https://github.com/NVIDIA/TensorRT-LLM/blob/main/tensorrt_llm/serve/openai_server.py
@@ -1193,8 +1188,6 @@ def serve_parallel_args(pp_size=1):
 # Triton Inference Server's TensorRT-LLM LLM API backend (the "llmapi" model repository)
 # ---------------------------------------------------------------------------
 
-TRITON_RELEASES = rel.TRITON_RELEASES
-TRITON_FIRST_RELEASE = rel.TRITON_FIRST_RELEASE
 TRITON_MODEL = "tensorrt_llm"
 TRITON_TEMPLATE = "/app/all_models/llmapi"
 TRITON_LAUNCHER = "/app/scripts/launch_triton_server.py"
@@ -1210,14 +1203,15 @@ def triton_trtllm_version(release, field="specdec_serve_triton_release"):
     """The TensorRT-LLM release of a Triton release ("26.04" -> "1.2.1"); raises ValueError naming the fix."""
     text = str(release)
     match = _TRITON_RELEASE.match(text)
-    if not match or text < TRITON_FIRST_RELEASE:
+    if not match or text < rel.TRITON_FIRST_RELEASE:
         raise ValueError("%s: %s is not a Triton release of the form YY.MM from %s on (the TensorRT-LLM LLM API "
-                         "backend's first container)" % (field, _show(release), TRITON_FIRST_RELEASE))
-    version = TRITON_RELEASES.get(text)
+                         "backend's first container)" % (field, _show(release), rel.TRITON_FIRST_RELEASE))
+    version = rel.TRITON_RELEASES.get(text)
     if version is None:
         raise ValueError("%s: %s is newer than the Triton releases this collection knows (%s to %s); set "
                          "specdec_serve_trtllm_version to the TensorRT-LLM release its image ships (Triton's "
-                         "compatibility matrix)" % (field, _show(release), TRITON_FIRST_RELEASE, max(TRITON_RELEASES)))
+                         "compatibility matrix)"
+                         % (field, _show(release), rel.TRITON_FIRST_RELEASE, max(rel.TRITON_RELEASES)))
     return version
 
 

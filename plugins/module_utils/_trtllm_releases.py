@@ -34,9 +34,8 @@ IMAGE_VERSION_ENV = ("TRTLLM_VERSION", "TRT_LLM_VERSION", "TENSORRT_LLM_VERSION"
 # The release of NVIDIA's DGX Spark speculative-decoding playbook when this collection began; the profiles name theirs.
 DEFAULT_VERSION = "1.2.0rc6"
 
-# Where the option tables come from: the rendered llm_args.py of each release on NVIDIA's documentation site
-# (https://nvidia.github.io/TensorRT-LLM/<release>/_modules/tensorrt_llm/llmapi/llm_args.html).
-_SITE = "https://nvidia.github.io/TensorRT-LLM/%s/_modules/tensorrt_llm/llmapi/llm_args.html"
+# The option tables come from the rendered llm_args.py of each release on NVIDIA's documentation site
+# (https://nvidia.github.io/TensorRT-LLM/<release>/_modules/tensorrt_llm/llmapi/llm_args.html); each table names its page.
 
 # How trtllm-serve weighs a flag given on its command line against the same key in the options file:
 # "options_file": the file is merged over the arguments the CLI built, so the file wins (1.2 and 1.3 up to rc16,
@@ -47,9 +46,9 @@ _SITE = "https://nvidia.github.io/TensorRT-LLM/%s/_modules/tensorrt_llm/llmapi/l
 # which no release below is known to serve: the collection's exporter serves them for every one.
 
 
-def _release(table, rules, cli="options_file", metrics="request", openmpi=4, before=None, note=None):
+def _release(table, rules, cli="options_file", metrics="request", openmpi=4, before=None):
     return {"table": table, "rules": rules, "cli_precedence": cli, "metrics": metrics, "openmpi": openmpi,
-            "before": before, "note": note}
+            "before": before}
 
 
 RELEASES = {
@@ -128,11 +127,6 @@ def get(version):
 def image(version, repository=IMAGE_REPOSITORY):
     """The release container: ``{"repository", "tag", "digest", "ref"}`` (the tag is the release)."""
     return {"repository": repository, "tag": str(version), "digest": None, "ref": "%s:%s" % (repository, version)}
-
-
-def source_page(version):
-    """The page the release's option table was generated from."""
-    return _SITE % get(version)["table"]
 
 
 def openmpi_major(version):

@@ -592,15 +592,12 @@ class SparkFacts:
         owner, and whether the token files hold O(hf_token). Empty when the directories are not on this node."""
         out = {"dirs": {}, "files": {}, "public_keys": {}, "token": {}, "markers": []}
         # Completed downloads: <hub cache>/hub/models--*/ and <models>/NAME/ (or one level deeper).
-        for mount, patterns in ((HF_MOUNT, ("hub/*/",)), (MODELS_MOUNT, ("*/", "*/*/"))):
-            source = mounts.get(mount)
-            if source and os.path.isdir(source):
-                for pattern in patterns:
-                    out["markers"] += sorted(glob.glob(os.path.join(source, pattern + DOWNLOAD_MARKER)))
-        for mount in (CONFIG_MOUNT, HF_MOUNT, MODELS_MOUNT):
+        for mount, patterns in ((CONFIG_MOUNT, ()), (HF_MOUNT, ("hub/*/",)), (MODELS_MOUNT, ("*/", "*/*/"))):
             source = mounts.get(mount)
             if source and os.path.isdir(source):
                 out["dirs"][source] = _stat(source)
+                for pattern in patterns:
+                    out["markers"] += sorted(glob.glob(os.path.join(source, pattern + DOWNLOAD_MARKER)))
         config = mounts.get(CONFIG_MOUNT)
         if config and os.path.isdir(config):
             for root, dirs, files in os.walk(config):

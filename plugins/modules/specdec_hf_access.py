@@ -213,21 +213,17 @@ def main():
 
     request = {"repos": [{"repo": r["repo"], "revision": r.get("revision")} for r in todo], "token": token,
                "endpoint": p["endpoint"], "timeout": p["timeout"]}
-    answer = _in_image(module, p["image"], p["network_mode"], request)
-    via = "image"
+    answer, via = _in_image(module, p["image"], p["network_mode"], request), "image"
     if answer is None or answer.get("library") is None:
         try:
-            import huggingface_hub  # pylint: disable=import-outside-toplevel,unused-import  # noqa: F401
-        except ImportError:
-            module.warn("%s: model access was not checked before the run: the image %s is not on the node yet and "
-                        "the node's Python has no huggingface_hub; the download will name any problem"
-                        % (host, p["image"] or "(none)"))
-            module.exit_json(**result)
-        try:
-            answer = hfa.run_probe(request)
+            answer, via = hfa.run_probe(request), "node"  # the probe itself says when the library is missing
         except Exception as exc:  # pylint: disable=broad-except
             module.fail_json(msg="%s: checking Hugging Face access failed: %s" % (host, to_native(exc)), **result)
-        via = "node"
+        if answer.get("library") is None:
+            module.warn("%s: model access was not checked before the run: huggingface_hub is neither in an image %s "
+                        "on the node nor in the node's Python; the download will name any problem"
+                        % (host, p["image"] or "(none)"))
+            module.exit_json(**result)
     result.update(via=via, library=answer.get("library"), token=answer.get("token", "none"),
                   checked=answer.get("repos") or [])
     result["problems"] = hfa.explain(answer, todo, host, bool(token))

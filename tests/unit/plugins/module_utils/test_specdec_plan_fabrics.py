@@ -189,8 +189,8 @@ def test_nodes_with_different_builds_of_the_image_are_refused():
 
 
 def test_the_release_decides_before_the_image_is_pulled():
-    from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_options as trt
-    assert [trt.openmpi_major(v) for v in ("1.2.0rc6", "1.3.0rc26", "1.3.0rc27", "1.3.0", "1.4.0rc1")] == [4, 4, 5, 5, 5]
+    from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_releases as rel
+    assert [rel.openmpi_major(v) for v in ("1.2.0rc6", "1.3.0rc26", "1.3.0rc27", "1.3.0", "1.4.0rc1")] == [4, 4, 5, 5, 5]
 
 
 # -- ARP on a switch -----------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ import pytest
 import yaml
 
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_options as t
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_releases as rel
 
 EAGLE3_ONE_SPARK = {
     "enable_attention_dp": False,
@@ -94,7 +95,7 @@ def test_key_order_is_stable_whatever_the_input_order():
     assert t.render(t.validate(shuffled).options) == t.render(t.validate(EAGLE3_ONE_SPARK).options)
 
 
-@pytest.mark.parametrize("version", t.SUPPORTED_VERSIONS)
+@pytest.mark.parametrize("version", rel.SUPPORTED_VERSIONS)
 def test_every_release_accepts_the_two_spark_file(version):
     # speculative_model_dir and decoding_type Eagle are accepted by all three (aliases on 1.3).
     t.validate(TWO_SPARK, version)

@@ -117,5 +117,11 @@ def access(repo_id, revision, token):
                       "%s.\nInvalid rev id: %s" % (request_id(), url, revision))
 
 
+def flags(repo_id):
+    """(private, gated) of ``repo_id`` under the policy, as model_info reports them."""
+    rules = policy()
+    return _any(repo_id, rules["private"]), _any(repo_id, rules["gated"])
+
+
 def fills_disk(repo_id):
     return _any(repo_id, policy().get("full_disk"))

@@ -61,10 +61,9 @@ class HfApi:
     def model_info(self, repo_id, *, revision=None, timeout=None, token=None, **_kwargs):
         token = self._token(token)
         self._ask(hub.access, repo_id, revision, token)
-        rules = hub.policy()
+        private, gated = hub.flags(repo_id)
         return types.SimpleNamespace(id=repo_id, sha=hfcache.commit_for(repo_id, revision or "main"),
-                                     private=hub._any(repo_id, rules["private"]),  # pylint: disable=protected-access
-                                     gated="manual" if hub._any(repo_id, rules["gated"]) else False)
+                                     private=private, gated="manual" if gated else False)
 
 
 __all__ = ["HfApi", "errors", "__version__"]
