@@ -281,7 +281,8 @@ INPUTS = (
        default=True),
     _I("specdec_serve_metrics_port", "int", "Port of the collection's metrics exporter (releases without native "
        "speculative-decoding metrics), on the head, at specdec_serve_host.", default=9464, minimum=1, maximum=65535),
-    _I("specdec_serve_extra_args", "list", "Arguments appended to the trtllm-serve command line.", default=[],
+    _I("specdec_serve_extra_args", "list", "Arguments appended to the trtllm-serve command line; flags the plan sets "
+       "(host, port, parallel sizes, the options file, the backend, the model) are refused here.", default=[],
        fmt="arg"),
     _I("specdec_serve_mpi_export", "list", "Environment variables mpirun passes on with -x (a cluster; "
        "HF_TOKEN_PATH is added).", default=["CPATH", "TRITON_PTXAS_PATH", "HF_HOME"], fmt="env_name"),
@@ -293,9 +294,14 @@ INPUTS = (
     _I("specdec_serve_validate_max_tokens", "int", "The validation request's max_tokens.", profile="max_tokens",
        default=64, minimum=1),
     _I("specdec_serve_validate_requests", "int", "Validation requests sent.", default=1, minimum=1, maximum=1000),
-    _I("specdec_serve_allowed_clients", "list", "IPv4 addresses or networks admitted to the serving ports "
-       "(iptables chain DGX-SPECDEC); empty: no rules, and rules of an earlier list are removed.",
+    _I("specdec_serve_allowed_clients", "list", "IPv4 or IPv6 addresses or networks admitted to the serving ports "
+       "(chain DGX-SPECDEC of iptables and ip6tables, applied by the container before the server listens and kept by "
+       "it after a reboot, a restart or a flush); empty: no rules, and rules of an earlier list are removed.",
        profile="allowed_clients", default=[]),
+    _I("specdec_serve_liveness_timeout", "int", "Once the server answered its health check, seconds without an "
+       "answer (a hang, a stopped process) after which the container ends it and Docker starts it again (checked "
+       "every 10 s, so the restart begins within this many seconds plus 10); 0: never.", default=120, minimum=0,
+       maximum=3600),
     _I("specdec_serve_memory_check", "str", "What a model that cannot fit in memory does, in the pre-flight and "
        "right before the server starts.", scope=NODE, default="fail", choices=("fail", "warn", "skip")),
     _I("specdec_serve_memory_headroom_gib", "float", "Memory the server needs beyond the weights (GiB).",
@@ -318,14 +324,14 @@ INPUTS = (
        default_doc="OpenAI's published SHA-256 of both"),
     # the role's own
     _I("specdec_serve_download", "bool", "Download the target and draft models.", scope=NODE, applied="role",
-       default=True),
+       default=True, entry_points=("main", "fetch")),
     _I("specdec_serve_hub_check", "bool", "Ask the Hugging Face hub, in the pre-flight, whether this node's token may "
        "read every repository it downloads (at its revision); false for a mirror the check cannot reach.",
        scope=NODE, applied="role", default=True),
     _I("specdec_serve_download_timeout", "int", "Seconds allowed for the downloads.", scope=NODE, applied="role",
-       default=7200, minimum=1),
+       default=7200, minimum=1, entry_points=("main", "fetch")),
     _I("specdec_serve_download_poll", "int", "Seconds between progress polls of a running download.", scope=NODE,
-       applied="role", default=15, minimum=1),
+       applied="role", default=15, minimum=1, entry_points=("main", "fetch")),
     _I("specdec_serve_validate", "bool", "Validate the endpoint (entry point endpoint).", applied="role",
        default=True, entry_points=("main", "endpoint")),
     _I("specdec_serve_ready_timeout", "int", "Seconds to wait for the server's health endpoint (loading a 120B+ "
@@ -391,15 +397,15 @@ INPUTS = (
        "never in argv or the container's environment.", scope=NODE, applied="role", secret=True,
        default_doc="HF_TOKEN from the controller's environment, else the content of the file HF_TOKEN_FILE names",
        # A file, so the token is in no job environment AWX or ansible-runner stores (the AWX credential type).
-       template="{{ lookup('dgx_spark.specdec.hf_token') }}"),
+       template="{{ lookup('dgx_spark.specdec.hf_token') }}", entry_points=("main", "prepare")),
     _I("trtllm_container_pull_timeout", "int", "Seconds allowed for pulling the image.", scope=NODE,
-       applied="role", default=7200, minimum=1),
+       applied="role", default=7200, minimum=1, entry_points=("main", "prepare")),
     _I("trtllm_container_log_max_size", "str", "Size at which Docker rotates the server's log.", scope=NODE,
-       applied="role", default="50m"),
+       applied="role", default="50m", entry_points=("main", "start")),
     _I("trtllm_container_log_max_files", "int", "Rotated log files Docker keeps.", scope=NODE, applied="role",
-       default=3, minimum=1),
+       default=3, minimum=1, entry_points=("main", "start")),
     _I("trtllm_container_fetch_timeout", "int", "Seconds allowed for each small file the container needs (the "
-       "gpt-oss tiktoken encodings).", scope=NODE, applied="role", default=60, minimum=1),
+       "gpt-oss tiktoken encodings).", scope=NODE, applied="role", default=60, minimum=1, entry_points=("main", "prepare")),
     # -- the QSFP link (netplan_qsfp) --------------------------------------------------------------------------------
     _I("netplan_qsfp_plan", "str", "addresses (static), link_local, or dhcp (a switch's DHCP server).",
        default="addresses", choices=net.PLANS),
@@ -837,9 +843,17 @@ PARTS = {
         ("token_owner", "str", None, "The token file's owner."),
         ("token_keep", "bool", None, "The token file is the user's own (huggingface-cli login): never removed."),
         ("fetch", "list", "dict", "Files fetched once with their checksum - url, dest, checksum."),
-        ("firewall", "dict", None, "The endpoint's allow-list - enabled, chain, chain_rules, jumps, changes."),
+        ("firewall", "dict", None, "The firewall spec the entrypoint applies and keeps (the endpoint's allow-list, "
+                                   "Open MPI's ports) - enabled, clients, ports, bridge, mpi, file, active, and "
+                                   "changes (rules of ours to remove)."),
         ("image_report", "str", None, "Which image the node runs (ID, digest, release)."),
         ("files", "list", "dict", "Files to write - path, mode, content."),
+        ("programs", "list", "dict", "The collection's programs the containers run, written from its module_utils - "
+                                     "path, source, sha256, mode."),
+        ("no_restart", "list", "str", "Files whose change needs no restart of a running server (the token, the "
+                                      "exporter's program, the firewall spec)."),
+        ("record", "str", None, "The node's record of what the collection created (the teardown removes that)."),
+        ("replaced", "list", "str", "The collection's other containers on this node, removed (one server per node)."),
         ("ssh", "dict", None, "SSH trust on a cluster (null on one Spark) - dir, port, addresses, nodes, host_key, "
                               "client_key, key_pairs."),
         ("docker", "dict", None, "The settings of community.docker.docker_container, the command included."),
@@ -856,10 +870,16 @@ PARTS = {
         ("ssh_port", "int", None, "The containers' sshd port."),
     )),
     "specdec_serve": ("specdec_serve_spec", "This node's specdec_plan.serve (what it serves).", (
-        ("container", "str", None, "The container the downloads run in."),
+        ("container", "str", None, "The server's container."),
         ("frontend", "str", None, "trtllm-serve or triton."),
-        ("downloads", "list", "dict", "What hf download fetches - repo, revision, field, local_dir, host_dir, argv, marker, "
-         "marker_file."),
+        ("downloads", "list", "dict", "What hf download fetches - repo, revision, field, local_dir, host_dir, dir, "
+         "directory, argv, marker, marker_file, current."),
+        ("fetcher", "dict", None, "The container hf download runs in (name, image, env, network_mode, volumes, labels), "
+                                  "apart from the server's."),
+        ("approval", "dict", None, "The file the server waits for, written after the memory check - path, content, "
+                                   "mode."),
+        ("serving_before", "bool", None, "A server of this node was running when the run began."),
+        ("record", "str", None, "The node's record of what the collection created."),
         ("hub_check", "list", "dict", "What the pre-flight asks the Hugging Face hub about - repo, revision, field, "
          "marker."),
         ("options_file", "dict", None, "The options file (Triton - model.yaml) - path, content."),

@@ -28,8 +28,10 @@ import math
 import posixpath
 
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _firewall as fw
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _paths as paths
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _inputs as inputs
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _preflight as pre
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _records as records
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _spark_net as net
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_options as trt
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_releases as rel
@@ -39,6 +41,10 @@ MODELS_MOUNT = "/models"
 HF_MOUNT = "/root/.cache/huggingface"
 HF_MOUNT_HOST_TOKEN = "{0}/token"  # where `huggingface-cli login` writes the token, in the host's HF cache
 OPTIONS_FILE = "extra-llm-api-config.yml"
+FIREWALL_SPEC = "firewall.json"
+# Written once the node's memory check passed for the planned server (its content names what was checked).
+APPROVAL = "start-approved"
+FIREWALL_PROGRAM = "firewall.py"
 HOSTFILE = "openmpi-hostfile"
 ENTRYPOINT = CONFIG_MOUNT + "/entrypoint.sh"
 MARKER = ".dgx-spark-complete"
@@ -234,7 +240,7 @@ class _Served:
                  "needs_draft", "model", "draft_model", "draft_dir", "revisions", "max_draft_len", "options", "tp_size", "flags",
                  "trust_remote_code", "bind", "port", "ports", "extra_args", "mpi_export", "allowed", "encodings",
                  "triton_config", "api", "prompt", "max_tokens", "requests", "image", "container", "options_content",
-                 "metrics", "metrics_source", "metrics_port")
+                 "metrics", "metrics_source", "metrics_port", "liveness")
 
 
 def _served(plan):
@@ -271,6 +277,7 @@ def _served(plan):
     s.extra_args = top.get("specdec_serve_extra_args")
     s.mpi_export = top.get("specdec_serve_mpi_export")
     s.allowed = _allow_list(plan, s.bind)
+    s.liveness = top.get("specdec_serve_liveness_timeout")
     s.encodings = _encodings(top)
     _endpoint_settings(top, s)
     _metrics_settings(top, s)
@@ -353,7 +360,8 @@ def _allow_list(plan, bind):
     """Who may reach the endpoint: nobody is filtered unless an allow-list is given."""
     allowed, bad = fw.normalize_clients(plan.top.get("specdec_serve_allowed_clients"))
     for value in bad:
-        plan.top.fail("specdec_serve_allowed_clients item", value, "an IPv4 address or network (A.B.C.D or A.B.C.D/N)")
+        plan.top.fail("specdec_serve_allowed_clients item", value,
+                      "an IPv4 or IPv6 address or network (A.B.C.D, A.B.C.D/N, X:Y::Z or X:Y::/N)")
     if allowed and loopback_only(bind):
         plan.warnings.append("specdec_serve_allowed_clients on %s: the server listens on %s only, so no other client "
                              "can reach it anyway (set specdec_serve_host: 0.0.0.0 to serve the allowed clients)"
@@ -361,6 +369,10 @@ def _allow_list(plan, bind):
     if allowed and not (plan.facts[plan.head].get("tools") or {}).get("iptables"):
         plan.fail("specdec_serve_allowed_clients on %s: the allow-list is enforced with iptables, which is not "
                   "installed on %s (install the iptables package, or leave the list empty)" % (plan.where, plan.head))
+    ipv6 = ":" in (bind or "")
+    if allowed and ipv6 and not (plan.facts[plan.head].get("tools") or {}).get("ip6tables"):
+        plan.fail("specdec_serve_host on %s: %s listens on IPv6 too, and %s has no ip6tables to hold the allow-list "
+                  "there (install ip6tables, or set specdec_serve_host: 0.0.0.0)" % (plan.where, bind, plan.head))
     return allowed
 
 
@@ -561,7 +573,10 @@ def _options(plan, s):
                     return None
                 options = trt.merge(dict(trt.METRICS_OPTIONS), options)
             conflicts = trt.flag_conflicts(s.version, s.flags, options)
-            if conflicts:
+            overrides = trt.planned_overrides(s.extra_args, s.options, {"tensor_parallel_size": s.tp_size or 1,
+                                                                       "pipeline_parallel_size": s.pp_size or 1})
+            plan.errors.extend("%s on %s: %s" % (field, plan.where, message) for field, message in overrides)
+            if conflicts or overrides:
                 plan.errors.extend("specdec_serve_options on %s: %s" % (plan.where, c) for c in conflicts)
                 return None
             content, validated = trt.options_file(s.version, s.method, draft, length, options,
@@ -615,19 +630,25 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
         per[host].update(link.pop("node"))
     for node in per.values():  # what several of a node's parts use, computed once
         node["tiktoken"] = pre.encodings_spec(node["config_dir"], CONFIG_MOUNT, *s.encodings) if s.encodings else None
-        node["downloads"], node["waits"] = _downloads(node, s)
+        node["downloads"], node["waits"] = _downloads(plan, node, s)
     plan.qsfp_addresses = [a for host in plan.nodes for a in per[host]["qsfp_addresses"]]
     plan.per = per
     plan.hostfile = hostfile = _hostfile(plan, per) if s.multinode else None
+    # What every node's memory check approves before the server may start (the head waits for it on every node): a
+    # new server waits for its check, a restart after a reboot finds it done.
+    plan.approval = "memory checked for %s\n" % sha256(json.dumps(
+        [s.image, options, hostfile, _server_argv(s)[0] if not s.triton else s.model,
+         sorted(d["marker_file"]["content"] for n in per.values() for d in n["downloads"])], sort_keys=True))
     plans = {}
     for rank, host in enumerate(plan.nodes):
         node = per[host]
+        node["firewall"] = _firewall(plan, s, node)
         command, entry, env = _command(plan, s, node)
         plans[host] = dict(_identity(plan, host, rank, s.multinode), trtllm_version=s.version,
                            netplan=links.get(host),
                            container=_container_part(plan, s, node, entry, env),
                            hostfile=_hostfile_part(plan, node, hostfile) if s.multinode else None,
-                           serve=_serve_part(plan, s, node, command),
+                           serve=_serve_part(plan, s, node, command, env),
                            metrics=_metrics_part(plan, s, node))
         plans[host]["serve"]["current"] = plans[host]["container"]["current"]
     _changes(plan, s, plans)
@@ -635,23 +656,23 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
 
 
 def plan_teardown(cluster, nodes, node_vars, facts):
-    """What teardown removes on each node, by name -> ({host: node plan with "teardown"}, warnings).
+    """What teardown removes on each node -> ({host: node plan with "teardown"}, warnings).
 
-    ``teardown``: the collection's containers (the one named by trtllm_container_name, else every name the
-    collection gives its containers), the downloads' directories and the token file.
+    ``teardown``: the collection's containers on the node (found by their labels; only the one named by
+    trtllm_container_name, with its helpers, when the inventory names one) and the record of what the collection
+    created there (the node's module spark_cleanup removes exactly that; the models only when asked).
     """
     plan = _Plan(cluster, nodes, {}, node_vars, facts)
     plans = {}
     for rank, host in enumerate(plan.nodes):
         r = plan.node(host)
-        dirs = _dirs(r, facts[host].get("home") or "")
         given = r.get("trtllm_container_name", required=False)
+        found = sorted((facts[host].get("containers") or {}).keys())
+        if given:
+            found = [n for n in found if n in [given + suffix for suffix in ("", EXPORTER_SUFFIX, FETCH_SUFFIX)]]
         plans[host] = dict(_identity(plan, host, rank, len(plan.nodes) > 1), netplan=None, container=None,
-                           hostfile=None, serve=None, teardown={
-                               "containers": [n + suffix for n in ([given] if given else sorted(CONTAINER_NAMES.values()))
-                                              for suffix in ("", EXPORTER_SUFFIX)],
-                               "models": [dirs["hf_cache_dir"] + "/hub", dirs["models_dir"]],
-                               "token_files": [dirs["config_dir"] + "/hf_token"]}, changes=[], apply=False)
+                           hostfile=None, serve=None, teardown={"containers": found, "record": records.RECORD},
+                           changes=[], apply=False)
     plan.check()
     return plans, plan.warnings
 
@@ -724,6 +745,9 @@ def _node_settings(plan, s, host, rank):
         port = "%d:%d" % (s.metrics_port, s.metrics_port)
         settings["published_ports"] = list(settings["published_ports"] or []) + [port]
     settings.update(_dirs(r, home))
+    managed = [("trtllm_container_" + key, settings[key]) for key in ("hf_cache_dir", "models_dir", "config_dir")]
+    for variable, value, accepted in paths.problems(managed, home):
+        r.fail(variable, value, accepted)
     return settings
 
 
@@ -819,6 +843,9 @@ def _plan_links(plan, need_addresses=True, topology="direct"):
         "plan", "preset", "interfaces", "mtu", "source_routing", "routing_table_base", "allow_disruptive", "file",
         "subnets")}
     settings["topology"] = topology
+    if settings["file"] and paths.netplan_problem(settings["file"]):
+        top.fail("netplan_qsfp_file", settings["file"], paths.netplan_problem(settings["file"]))
+        return {}
     if None in (settings["plan"], settings["preset"], settings["routing_table_base"], settings["file"]):
         return {}
     per_node, link_errors = net.plan_links(
@@ -1034,13 +1061,13 @@ def _command(plan, s, node):
     per, rank, options, hostfile = plan.per, node["rank"], s.options_content, plan.hostfile
     env = _environment(plan, s, node)
     entry = ["/bin/bash", ENTRYPOINT]
+    if (s.multinode or node["firewall"]["active"]) and node["install_sshd"]:
+        entry.append("--install-missing")
+    if node["firewall"]["active"]:
+        # Applied before sshd and the server start, then kept by a watcher (module_utils/_firewall.py).
+        entry += ["--firewall", CONFIG_MOUNT + "/" + FIREWALL_SPEC]
     if s.multinode:
-        if node["install_sshd"]:
-            entry.append("--install-missing")
         entry += ["--sshd", "%s/ssh/sshd_config" % CONFIG_MOUNT]
-        if node["mpi_firewall"]:
-            entry += ["--firewall", "%d:%d" % (MPI_OOB_PORT, MPI_BTL_PORTS[0] + MPI_BTL_PORTS[1] - 1),
-                      ",".join(node["qsfp_interfaces"])]
     if rank != 0:
         return None, entry, env
     serve, options_path = _server_argv(s)
@@ -1060,10 +1087,14 @@ def _command(plan, s, node):
             entry += ["--peer", per[peer]["hostfile_address"]]
     for path, digest in expect:
         entry += ["--expect", "%s=%s" % (path, digest)]
+    entry += ["--approval", "%s/%s=%s" % (CONFIG_MOUNT, APPROVAL, sha256(plan.approval))]
     for path in node["waits"]:
         entry += ["--exists", path]
     if s.triton:
         entry += ["--daemon", "tritonserver"]
+    if s.liveness:
+        # From the node itself: the allow-list admits lo.
+        entry += ["--health", _health_url(s.triton, s.bind, s.port), "--liveness", str(s.liveness)]
     return command, entry + ["--"] + command, env
 
 
@@ -1091,18 +1122,26 @@ def _ssh_part(plan, node):
 
 
 def _firewall(plan, s, node):
-    """The endpoint's allow-list on this node, and what differs from the rules it has (spark_facts read them)."""
+    """This node's firewall spec (the entrypoint applies and keeps it), and the rules of ours its namespace holds that
+    are no longer planned (spark_facts read them)."""
     # The allow-list guards the node that listens: the head (a worker's rules, if any, are removed).
-    serving_ports = sorted(set(s.ports.values()))
-    clients = list(s.allowed)
-    if s.allowed and s.multinode:
+    clients = list(s.allowed) if node["rank"] == 0 else []
+    if clients and s.multinode:
         # The workers wait for the head's readiness over the QSFP link (the memory guard).
         clients += [a + "/32" for a in plan.qsfp_addresses if a + "/32" not in clients]
-    published = [p for p in (_host_port(spec) for spec in node["published_ports"]) if p] if node["own_network"] else []
-    firewall = fw.plan_rules(serving_ports, clients if node["rank"] == 0 else [], published or None)
-    # What differs from the node's rules: a run that changes nothing touches no rule.
-    firewall["changes"] = fw.changes("\n".join(plan.facts[node["host"]].get("firewall") or []), firewall)
-    return firewall
+    mpi = None
+    if s.multinode and node["mpi_firewall"]:
+        mpi = {"ports": "%d:%d" % (MPI_OOB_PORT, MPI_BTL_PORTS[0] + MPI_BTL_PORTS[1] - 1),
+               "interfaces": list(node["qsfp_interfaces"])}
+    spec = fw.plan_spec(sorted(set(s.ports.values())), clients, bridge=node["own_network"], mpi=mpi,
+                        require_ipv6=":" in (s.bind or ""))
+    facts = plan.facts[node["host"]]
+    spec["changes"] = fw.changes("\n".join(facts.get("firewall") or []), spec, "\n".join(facts.get("firewall6") or []))
+    spec["file"] = {"path": node["config_dir"] + "/" + FIREWALL_SPEC,
+                    "content": json.dumps({k: v for k, v in spec.items() if k != "changes"}, indent=1, sort_keys=True)
+                    + "\n", "mode": "0644"}
+    spec["active"] = bool(spec["enabled"] or mpi)
+    return spec
 
 
 def _docker(plan, s, node, entry, env):
@@ -1128,7 +1167,7 @@ def _docker(plan, s, node, entry, env):
         "device_requests": [{"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}] if node["gpu"] else [],
         "restart_policy": node["restart_policy"],
         # The entrypoint closes the MPI ports to the management network in the node's network namespace.
-        "capabilities": ["NET_ADMIN"] if s.multinode and node["mpi_firewall"] else [],
+        "capabilities": ["NET_ADMIN"] if node["firewall"]["active"] else [],
         "labels": {"dgx-spark.specdec/cluster": plan.cluster, "dgx-spark.specdec/rank": str(rank),
                    # The node's host name: spark_facts finds this node's containers by it (engines may be shared).
                    NODE_LABEL: plan.facts[node["host"]].get("hostname") or node["host"],
@@ -1163,6 +1202,14 @@ def _container_part(plan, s, node, entry, env):
     dirs += [{"path": node["config_dir"] + "/ssh", "owner": "root", "mode": "0700"}] if s.multinode else []
     dirs += [{"path": node["config_dir"] + "/" + TRITON_REPO_DIR, "owner": "root", "mode": "0755"}] if s.triton else []
     dirs += [{"path": tiktoken["dir"], "owner": "root", "mode": "0755"}] if tiktoken else []
+    firewall = node["firewall"]
+    files = files + ([firewall["file"]] if firewall["active"] else [])
+    # The collection's own programs the containers run, written from plugins/module_utils (standard library only).
+    programs = [{"path": node["config_dir"] + "/" + FIREWALL_PROGRAM, "source": "_firewall.py",
+                 "sha256": _written_sha256(_MODULE_UTILS + "/_firewall.py"), "mode": "0644"}] if firewall["active"] else []
+    if exporter is not None:
+        programs.append(dict(exporter["file"], source="_metrics.py", mode="0644"))
+    token_file = HF_MOUNT_HOST_TOKEN.format(node["hf_cache_dir"]) if login_token else node["config_dir"] + "/hf_token"
     return {
         "name": node["name"],
         "image": node["image"],
@@ -1170,15 +1217,23 @@ def _container_part(plan, s, node, entry, env):
         "login_user": node["login_user"],
         "dirs": dirs,
         "config_dir": node["config_dir"],
-        "token_file": HF_MOUNT_HOST_TOKEN.format(node["hf_cache_dir"]) if login_token
-        else node["config_dir"] + "/hf_token",
+        "token_file": token_file,
         # The login token belongs to the user (their own hf CLI reads it) and is never removed here.
         "token_owner": node["login_user"] if login_token else "root",
         "token_keep": login_token,
         "fetch": tiktoken["files"] if tiktoken else [],
-        "firewall": _firewall(plan, s, node),
+        "firewall": node["firewall"],
         "image_report": pre.image_report(node["image"], found, _image_version(found) if found else None),
         "files": files,
+        "programs": programs,
+        "record": records.RECORD,
+        # One server per node: the collection's other containers here (another profile or mode) go, so a reboot
+        # starts only this one.
+        "replaced": _replaced(plan, node),
+        # Files a running server does not need restarting for: the token (read at each download), the exporter's
+        # program (its own container), the firewall spec (the watcher applies it).
+        "no_restart": [token_file] + [p["path"] for p in programs if p["source"] == "_metrics.py"]
+        + ([firewall["file"]["path"]] if firewall["active"] else []),
         "ssh": ssh,
         "docker": docker,
         "current": _current(running, found, docker),
@@ -1187,9 +1242,18 @@ def _container_part(plan, s, node, entry, env):
     }
 
 
+def _replaced(plan, node):
+    """The collection's containers on this node that the plan does not run (found by their labels)."""
+    found = plan.facts[node["host"]].get("containers") or {}
+    # This node's exporter goes with exporter_absent when it is no longer planned.
+    return sorted(name for name in found if name not in (node["name"], node["name"] + EXPORTER_SUFFIX))
+
+
 EXPORTER_FILE = "metrics_exporter.py"
 EXPORTER_SUFFIX = "-metrics"
-_EXPORTER = posixpath.join(posixpath.dirname(posixpath.abspath(__file__)), "_metrics.py")
+FETCH_SUFFIX = "-fetch"
+_MODULE_UTILS = posixpath.dirname(posixpath.abspath(__file__))
+_EXPORTER = posixpath.join(_MODULE_UTILS, "_metrics.py")
 
 
 def exporter_sha256():
@@ -1250,7 +1314,7 @@ def _current(running, image, docker):
             and bool(image.get("id")) and running.get("image_id") == image.get("id"))
 
 
-def _serve_part(plan, s, node, command):
+def _serve_part(plan, s, node, command, env):
     repo_dir = node["config_dir"] + "/" + TRITON_REPO_DIR
     memory = node["memory"]
     rank = node["rank"]
@@ -1263,6 +1327,17 @@ def _serve_part(plan, s, node, command):
         "container": node["name"],
         "frontend": s.frontend,
         "downloads": node["downloads"],
+        # hf download runs in a container of its own, while the current server keeps serving.
+        "fetcher": {"name": node["name"] + FETCH_SUFFIX, "image": node["image"], "env": env,
+                    "network_mode": "host" if not node["own_network"] else node["network_mode"],
+                    "volumes": ["%s:%s" % (node["hf_cache_dir"], HF_MOUNT), "%s:%s" % (node["models_dir"], MODELS_MOUNT),
+                                "%s:%s:ro" % (node["config_dir"], CONFIG_MOUNT)],
+                    "labels": {"dgx-spark.specdec/cluster": plan.cluster, "dgx-spark.specdec/role": "fetch",
+                               NODE_LABEL: plan.facts[node["host"]].get("hostname") or node["host"]}},
+        "approval": {"path": node["config_dir"] + "/" + APPROVAL, "content": plan.approval, "mode": "0644"},
+        # A server of this node ran when the run began (it keeps serving until its replacement's inputs are there).
+        "serving_before": bool(node["running"].get("running")),
+        "record": records.RECORD,
         "hub_check": _hub_check(s, node["downloads"]),
         "options_file": {"path": (repo_dir + "/" + trt.TRITON_MODEL_YAML) if s.triton
                          else node["config_dir"] + "/" + OPTIONS_FILE, "content": options},
@@ -1324,12 +1399,12 @@ def _changes(plan, s, plans):
                                                     and (part["netplan"]["sysctl"] or {"up_to_date": True})["up_to_date"])),
             ("firewall", not container["firewall"]["changes"]["apply"]),
             ("container", container["current"]),
+            ("other servers", not container["replaced"]),
             ("metrics exporter", (container["exporter"] is None or container["exporter"]["current"])
              and not container["exporter_absent"]),
             ("directories", all(have.dir(d["path"], d["owner"], d["mode"]) for d in container["dirs"])),
             ("files", have.file(node["config_dir"] + "/entrypoint.sh", entrypoint, "0755")
-             and (container["exporter"] is None or have.file(container["exporter"]["file"]["path"],
-                                                             container["exporter"]["file"]["sha256"], "0644"))
+             and all(have.file(p["path"], p["sha256"], p["mode"]) for p in container["programs"])
              and all(have.content(f["path"], f["content"], f["mode"]) for f in container["files"])),
             ("token", have.token(node["hf_token_source"])),
             ("encodings", all(have.file(f["dest"], f["checksum"].split(":", 1)[-1], "0644")
@@ -1340,7 +1415,7 @@ def _changes(plan, s, plans):
             ("options file", have.content(part["serve"]["options_file"]["path"],
                                           part["serve"]["options_file"]["content"], "0644")),
             # A download that failed or was interrupted: the run fetches it again (the server waits for it).
-            ("downloads", all(d["marker"] in have.markers for d in part["serve"]["downloads"])),
+            ("downloads", all(d["current"] for d in part["serve"]["downloads"])),
         ]
         part["changes"] = [name for name, current in checks if not current]
     cluster = any(plans[h]["changes"] for h in plan.nodes)
@@ -1356,7 +1431,6 @@ class _Have:
         self.files = mounted.get("files") or {}
         self.keys = mounted.get("public_keys") or {}
         self.tokens = mounted.get("token") or {}
-        self.markers = set(mounted.get("markers") or ())
 
     def dir(self, path, owner, mode):
         found = self.dirs.get(path.rstrip("/")) or {}
@@ -1457,6 +1531,7 @@ def local_address(bind):
 def _health_url(triton, bind, port, host=None):
     """The URL that answers 2xx once the server is ready (from the node itself, or from ``host``)."""
     address = host or local_address(bind)
+    address = "[%s]" % address if ":" in address else address
     return "http://%s:%d%s" % (address, port, "/v2/health/ready" if triton else "/health")
 
 
@@ -1479,7 +1554,7 @@ def _endpoint(s, container):
     return endpoint
 
 
-def _downloads(node, s):
+def _downloads(plan, node, s):
     """What ``hf download`` fetches on a node, and the container paths the server waits for."""
     downloads = []
     waits = []
@@ -1489,6 +1564,7 @@ def _downloads(node, s):
         hub = _hub_dir(s.model)
         downloads.append({"repo": s.model, "local_dir": "", "revision": s.revisions["model"],
                           "field": "specdec_serve_model", "host_dir": node["hf_cache_dir"] + "/hub",
+                          "dir": "%s/hub/%s" % (node["hf_cache_dir"], hub),
                           "marker": "%s/hub/%s/%s" % (node["hf_cache_dir"], hub, MARKER)})
         waits.append("%s/hub/%s/%s" % (HF_MOUNT, hub, MARKER))
     if s.needs_draft and s.draft_model and s.draft_dir:
@@ -1499,6 +1575,7 @@ def _downloads(node, s):
             downloads.append({"repo": s.draft_model, "local_dir": s.draft_dir, "revision": s.revisions["draft"],
                               "field": "specdec_serve_draft_model",
                               "host_dir": "%s/%s" % (node["models_dir"], relative.rstrip("/")),
+                              "dir": "%s/%s" % (node["models_dir"], relative.rstrip("/")),
                               "marker": "%s/%s/%s" % (node["models_dir"], relative, MARKER)})
             waits.append("%s/%s/%s" % (MODELS_MOUNT, relative, MARKER))
     for item in downloads:
@@ -1506,9 +1583,30 @@ def _downloads(node, s):
         item["argv"] = (["hf", "download", item["repo"]] + (["--revision", revision] if revision else [])
                         + (["--local-dir", item["local_dir"]] if item["local_dir"] else []))
         # Written after a successful download (one spark_files call for all): later runs skip it.
-        item["marker_file"] = {"path": item["marker"], "mode": "0644",
+        item["marker_file"] = {"path": item["marker"], "mode": "0644", "kind": "none",
                                "content": item["repo"] + ("\nrevision: %s" % revision if revision else "") + "\n"}
+        # Created (and recorded, with what it holds) before the download when missing: the teardown's to remove.
+        item["directory"] = {"path": item["dir"], "owner": node["login_user"], "mode": "0755",
+                             "record": {"kind": "download", "repo": item["repo"], "revision": revision}}
+        found = _marker_found(plan, node, item["marker"])
+        held = found.splitlines()[0].strip() if found else None
+        if held and held != item["repo"] and item["local_dir"]:
+            # Another model's files are there: downloading this one into them would mix the two.
+            plan.fail("specdec_serve_draft_dir on %s: %s holds %s (its marker %s), and specdec_serve_draft_model is "
+                      "%s: set another specdec_serve_draft_dir, or remove that directory first (the teardown with "
+                      "specdec_teardown_remove_models=true removes what the collection downloaded)"
+                      % (node["host"], item["local_dir"], held, item["marker"], item["repo"]))
+        item["current"] = found == item["marker_file"]["content"]
     return downloads, waits
+
+
+def _marker_found(plan, node, marker):
+    """What a download's marker says on the node (read through the running container's mounts, or where the record
+    lists the collection's downloads), None when unknown."""
+    markers = ((node["running"].get("files") or {}).get("markers")) or {}
+    if isinstance(markers, dict) and marker in markers:
+        return markers[marker]
+    return ((plan.facts[node["host"]].get("downloads") or {}).get(marker))
 
 
 def _hub_check(s, downloads):

@@ -1105,6 +1105,36 @@ def flag_conflicts(version, flags, options):
     return out
 
 
+# trtllm-serve's flags the plan sets, with the input that sets each: an extra argument repeating one would override
+# it unchecked (click keeps the last value). --config is the options file's alias from 1.2 on.
+PLANNED_FLAGS = {"--host": "specdec_serve_host", "--port": "specdec_serve_port", "--tp_size": "specdec_serve_tp_size",
+                 "--pp_size": "specdec_serve_pp_size", "--ep_size": "specdec_serve_ep_size", "--backend": None,
+                 "--extra_llm_api_options": "specdec_serve_options", "--config": "specdec_serve_options",
+                 "--max_batch_size": "specdec_serve_max_batch_size", "--max_num_tokens": "specdec_serve_max_num_tokens",
+                 "--kv_cache_free_gpu_memory_fraction": "specdec_serve_kv_cache_free_gpu_memory_fraction",
+                 "--trust_remote_code": "specdec_serve_trust_remote_code"}
+# Options-file keys that would override the parallel sizes of the command line on releases where the file wins.
+PLANNED_OPTIONS = {"tensor_parallel_size": "specdec_serve_tp_size", "pipeline_parallel_size": "specdec_serve_pp_size"}
+
+
+def planned_overrides(extra_args, options, planned):
+    """(input, message) for extra trtllm-serve arguments, or options-file keys, that would override what the plan
+    sets. ``planned``: {"tensor_parallel_size": N, "pipeline_parallel_size": M} as the plan sets them."""
+    out = []
+    for arg in extra_args or ():
+        flag = str(arg).split("=", 1)[0]
+        if flag in PLANNED_FLAGS:
+            source = PLANNED_FLAGS[flag]
+            out.append(("specdec_serve_extra_args", "%s is set by the plan%s; an extra argument would override it" % (
+                flag, " (set %s instead)" % source if source else "")))
+    for key, source in sorted(PLANNED_OPTIONS.items()):
+        value = (options or {}).get(key)
+        if value is not None and value != planned.get(key):
+            out.append(("specdec_serve_options", "%s: %s would override the plan's %s (set %s instead)" % (
+                key, _show(value), planned.get(key), source)))
+    return out
+
+
 def _flat(mapping, prefix=""):
     for key, value in mapping.items():
         if isinstance(value, dict):

@@ -95,6 +95,12 @@ options:
     type: list
     elements: path
     default: []
+  record:
+    description:
+      - The node's record of what the collection created (written by M(dgx_spark.specdec.spark_files)), returned as
+        RV(ansible_facts.spark.record).
+    type: path
+    default: /var/lib/dgx-spark-specdec/created.json
 notes:
   - Run it with C(become=true) so that C(docker) and every path can be read; the login user is then taken from
     E(SUDO_USER).
@@ -281,9 +287,10 @@ ansible_facts:
         containers:
           description:
             - The containers created by this collection (label C(dgx-spark.specdec/role)), by name, with C(image_ref)
-              (the reference they were created from), C(image_id), C(running), C(spec) (the digest of the settings
+              (the reference they were created from), C(image_id), C(running), C(role) (head, worker, single or
+              metrics), C(spec) (the digest of the settings
               it was created with, its label C(dgx-spark.specdec/spec)), C(mounts) (container path to host path) and
-              C(files) (C(dirs), C(files), C(public_keys), C(token) and C(markers), the completed downloads, of the
+              C(files) (C(dirs), C(files), C(public_keys), C(token) and C(markers), the completed downloads with what their marker says, of the
               mounted directories, see the description).
             - Empty when O(docker=false) or the engine does not answer.
           returned: success
@@ -295,19 +302,38 @@ ansible_facts:
                              "files": {"/home/spark/.dgx-spark/entrypoint.sh": {"sha256": "9b1c...", "mode": "0755",
                                                                                "owner": "root", "group": "root"}},
                              "public_keys": {}, "token": {"given": true, "file": "same", "login": "absent"}}}}
-        tools:
-          description: Whether the commands the roles may need are installed - C(iptables).
+        downloads:
+          description: What the marker of each download the record lists says (repository, revision), by marker path.
           returned: success
           type: dict
-          sample: {"iptables": true}
+          sample: {"/home/spark/models/eagle3/.dgx-spark-complete": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\n"}
+        record:
+          description:
+            - What the collection created on this node, by path, with its C(kind) (directory, file, key, token,
+              download with C(repo) and C(revision)); empty when nothing is recorded.
+          returned: success
+          type: dict
+          sample: {"/home/spark/.dgx-spark/hf_token": {"kind": "token"}}
+        tools:
+          description: Whether the commands the roles may need are installed - C(iptables), C(ip6tables).
+          returned: success
+          type: dict
+          sample: {"iptables": true, "ip6tables": true}
         firewall:
           description:
-            - The lines of C(iptables -w -S) (filter table) that belong to the endpoint's allow-list - the chain
-              C(DGX-SPECDEC) and the rules marked with the comment C(dgx-spark.specdec). Empty without iptables.
+            - The lines of C(iptables -w -S) (filter table) that belong to the collection - the chains
+              C(DGX-SPECDEC) (the endpoint's allow-list) and C(DGX_SPARK_MPI) (Open MPI's ports) and the rules marked
+              with the comment C(dgx-spark.specdec). Empty without iptables.
           returned: success
           type: list
           elements: str
           sample: ["-N DGX-SPECDEC", "-A INPUT -p tcp -m multiport --dports 8000 -m comment --comment \"dgx-spark.specdec\" -j DGX-SPECDEC"]
+        firewall6:
+          description: The same lines of C(ip6tables -w -S). Empty without ip6tables.
+          returned: success
+          type: list
+          elements: str
+          sample: ["-N DGX-SPECDEC"]
         sysctl:
           description:
             - The digest of C(/etc/sysctl.d/60-dgx-spark-qsfp.conf) (null when absent) and the live C(arp_ignore)
@@ -350,6 +376,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _addresses as addresses
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _records
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _spark_net as net
 
 SOURCE_IBDEV2NETDEV = "ibdev2netdev"
@@ -361,8 +388,8 @@ NETPLAN_DIR = "/etc/netplan"
 CONTAINER_LABEL = "dgx-spark.specdec/role"
 SPEC_LABEL = "dgx-spark.specdec/spec"
 NODE_LABEL = "dgx-spark.specdec/node"
-FIREWALL_CHAIN = "DGX-SPECDEC"
-FIREWALL_COMMENT = "dgx-spark.specdec"
+# The collection's chains (the endpoint's allow-list, Open MPI's ports) and the comment on each of its rules.
+FIREWALL_MARKS = ("DGX-SPECDEC", "DGX_SPARK_MPI", "dgx-spark.specdec")
 
 
 CONFIG_MOUNT = "/etc/dgx-spark"
@@ -375,6 +402,15 @@ TOKEN_FILE = "hf_token"
 # Written by the collection after a download completed (role specdec_serve).
 DOWNLOAD_MARKER = ".dgx-spark-complete"
 PRIVATE_KEYS = ("ssh_host_ed25519_key", "id_ed25519")
+
+
+def _head(path, size=512):
+    """The first bytes of a small text file (a download's marker), "" when unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(size).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _stat(path):
@@ -582,6 +618,7 @@ class SparkFacts:
                                     "files": self.mounted_files(mounts),
                                     "image_id": item.get("Image") or "",
                                     "running": bool((item.get("State") or {}).get("Running")),
+                                    "role": str((config.get("Labels") or {}).get(CONTAINER_LABEL) or ""),
                                     # The plan compares it with its own: the same settings run the same server.
                                     "spec": str((config.get("Labels") or {}).get(SPEC_LABEL) or "")}
         return containers
@@ -590,14 +627,16 @@ class SparkFacts:
         """What the collection wrote where the container's configuration directory and caches are mounted: each
         file's digest, mode and owner (a private key's or the token's: presence only), each directory's mode and
         owner, and whether the token files hold O(hf_token). Empty when the directories are not on this node."""
-        out = {"dirs": {}, "files": {}, "public_keys": {}, "token": {}, "markers": []}
+        out = {"dirs": {}, "files": {}, "public_keys": {}, "token": {}, "markers": {}}
         # Completed downloads: <hub cache>/hub/models--*/ and <models>/NAME/ (or one level deeper).
         for mount, patterns in ((CONFIG_MOUNT, ()), (HF_MOUNT, ("hub/*/",)), (MODELS_MOUNT, ("*/", "*/*/"))):
             source = mounts.get(mount)
             if source and os.path.isdir(source):
                 out["dirs"][source] = _stat(source)
                 for pattern in patterns:
-                    out["markers"] += sorted(glob.glob(os.path.join(source, pattern + DOWNLOAD_MARKER)))
+                    for marker in sorted(glob.glob(os.path.join(source, pattern + DOWNLOAD_MARKER))):
+                        # It names the repository and revision downloaded there: the plan compares them.
+                        out["markers"][marker] = _head(marker)
         config = mounts.get(CONFIG_MOUNT)
         if config and os.path.isdir(config):
             for root, dirs, files in os.walk(config):
@@ -665,11 +704,11 @@ class SparkFacts:
         return images
 
     def firewall(self, iptables):
-        """The allow-list's lines of ``iptables -w -S``: the plan compares them with its rules (no read task later)."""
+        """The collection's lines of ``iptables -w -S`` (or ip6tables): the plan compares them with its rules."""
         rc, out, dummy = self.run([iptables, "-w", "-S"])
         if rc != 0:
             return []
-        return [line for line in out.splitlines() if FIREWALL_CHAIN in line or FIREWALL_COMMENT in line]
+        return [line for line in out.splitlines() if any(mark in line for mark in FIREWALL_MARKS)]
 
     def paths(self):
         return {path: os.path.exists(path) for path in self.params["paths"]}
@@ -702,8 +741,16 @@ class SparkFacts:
         iptables = self.module.get_bin_path("iptables", opt_dirs=["/usr/sbin", "/sbin"])
         spark["tools"] = {"iptables": bool(iptables)}
         spark["firewall"] = self.firewall(iptables) if iptables else []
+        ip6tables = self.module.get_bin_path("ip6tables", opt_dirs=["/usr/sbin", "/sbin"])
+        spark["tools"]["ip6tables"] = bool(ip6tables)
+        spark["firewall6"] = self.firewall(ip6tables) if ip6tables else []
         spark["hf_login_token"] = os.path.exists(os.path.join(spark["home"], ".cache", "huggingface", "token"))
         spark["paths"] = self.paths()
+        spark["record"] = _records.load(self.module.params["record"])
+        # The markers of the downloads the collection made, wherever they are (no container needed to find them).
+        spark["downloads"] = {os.path.join(path, DOWNLOAD_MARKER): _head(os.path.join(path, DOWNLOAD_MARKER))
+                              for path, entry in spark["record"].items()
+                              if entry.get("kind") == "download" and os.path.exists(os.path.join(path, DOWNLOAD_MARKER))}
         spark["netplan"] = self.netplan()
         spark["sysctl"] = self.sysctl(self.module.params["interfaces"])
         caches = [os.path.join(spark["home"], ".cache", "huggingface")]
@@ -756,6 +803,7 @@ def main():
             images=dict(type="list", elements="str"),
             docker=dict(type="bool", default=True),
             paths=dict(type="list", elements="path", default=[]),
+            record=dict(type="path", default=_records.RECORD),
             hf_token=dict(type="str", no_log=True),
         ),
         supports_check_mode=True,

@@ -18,6 +18,9 @@ description:
   - Files are written atomically and only when their content, owner, group or mode differ. Directories are created in
     the order given. Reports the paths it changed.
   - Its diff shows the contents of O(files); secrets go in O(secret_files), whose values are hidden.
+  - With O(record), every directory, file and key it creates is added to the node's record of what the collection
+    created (the teardown removes exactly that), and a directory that existed before and is not in the record keeps
+    its owner and mode (it is the user's or the system's; reported in RV(kept)).
 extends_documentation_fragment:
   - dgx_spark.specdec.attributes
   - dgx_spark.specdec.attributes.ACTIONGROUP_SPECDEC
@@ -30,28 +33,75 @@ attributes:
     support: full
 options:
   directories:
-    description: Directories to create (parents first), with C(path), C(owner), C(group) and C(mode) (octal string).
+    description:
+      - Directories to create (parents first), with C(path), C(owner), C(group) and C(mode) (octal string), and
+        optionally C(record), a dict added to the record's entry of a directory this call creates (a download's
+        C(kind), C(repo) and C(revision)).
     type: list
     elements: dict
     default: []
   files:
-    description: Files to write, with C(path), C(content), C(owner), C(group) and C(mode) (octal string). Parents must
-      exist or be listed in O(directories).
+    description: Files to write, with C(path), C(content), C(owner), C(group) and C(mode) (octal string), and C(kind),
+      how the record lists a file this call creates (default C(file); C(none) leaves it out). Parents must exist or be
+      listed in O(directories).
     type: list
     elements: dict
     default: []
   secret_files:
     description:
-      - Like O(files), for secrets (the Hugging Face token) - the values are hidden in the task's output and the diff
-        shows only that the file changed.
+      - Like O(files), for secrets (the Hugging Face token) - only the contents are hidden (in the task's output and
+        in the diff, which shows only that the file changed); paths, owners and modes show as they are.
     type: list
     elements: dict
     default: []
+    suboptions:
+      path:
+        description: The file.
+        type: path
+        required: true
+      content:
+        description: The secret.
+        type: str
+        required: true
+      mode:
+        description: Its mode (octal string).
+        type: raw
+      owner:
+        description: Its owner (default root).
+        type: str
+      group:
+        description: Its group (default the owner's).
+        type: str
+      kind:
+        description: How the record lists it when this call creates it (default C(token); C(none) leaves it out).
+        type: str
+  record:
+    description:
+      - The node's record of what the collection created (JSON, root only), for example
+        C(/var/lib/dgx-spark-specdec/created.json). Without it nothing is recorded and existing directories get the
+        owner and mode asked.
+    type: path
   exists:
     description: Paths to report on in RV(exists), for example the markers of completed downloads (read-only).
     type: list
     elements: path
     default: []
+  expect:
+    description:
+      - Files to compare, read-only, with C(path) and C(content) - whether each holds exactly that content is returned
+        in RV(matches) (a download's marker names the repository and revision it holds).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: The file.
+        type: path
+        required: true
+      content:
+        description: The content it should hold.
+        type: str
+        required: true
   absent:
     description: Files to remove when present.
     type: list
@@ -89,6 +139,23 @@ exists:
   returned: always
   type: dict
   sample: {/home/nvidia/models/Qwen3-235B-A22B-Eagle3/.dgx-spark-complete: true}
+matches:
+  description: Whether each file of O(expect) holds exactly its content, by path (false when it is missing).
+  returned: always
+  type: dict
+  sample: {/home/nvidia/models/Qwen3-235B-A22B-Eagle3/.dgx-spark-complete: true}
+kept:
+  description: Existing directories not in the record whose owner or mode differ from the ones asked - left as they are.
+  returned: always
+  type: list
+  elements: str
+  sample: [/data]
+recorded:
+  description: The paths this call added to the record (what it created).
+  returned: always
+  type: list
+  elements: str
+  sample: [/home/nvidia/.dgx-spark/hf_token]
 public_keys:
   description: The public key of each pair of O(ssh_keys), by private key path (empty in check mode for a key not made yet).
   returned: always
@@ -103,6 +170,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _records
 
 
 def _ids(module, item):
@@ -160,17 +228,30 @@ def _precheck(module):
             module.fail_json(msg="absent: %s is a directory; only files are removed" % path)
 
 
-def _makedirs(path, uid, gid, mode):
-    """Create path and its missing parents, all with the owner and mode asked for the path."""
+def _missing_dirs(path):
+    """path and its missing parents, outermost first."""
     missing = []
     probe = path
     while not os.path.isdir(probe):
         missing.append(probe)
         probe = os.path.dirname(probe)
-    for directory in reversed(missing):
+    return list(reversed(missing))
+
+
+def _makedirs(path, uid, gid, mode):
+    """Create path and its missing parents, all with the owner and mode asked for the path."""
+    for directory in _missing_dirs(path):
         os.mkdir(directory)
         os.chown(directory, uid, gid)
         os.chmod(directory, mode)
+
+
+def _holds(path, content):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read() == to_bytes(content)
+    except OSError:
+        return False
 
 
 def _needs_attrs(path, uid, gid, mode):
@@ -182,8 +263,16 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(directories=dict(type="list", elements="dict", default=[]),
                            files=dict(type="list", elements="dict", default=[]),
-                           secret_files=dict(type="list", elements="dict", default=[], no_log=True),
+                           # Only the contents are secret: the paths, owners and modes show (and are not masked
+                           # wherever else they appear in the output).
+                           secret_files=dict(type="list", elements="dict", default=[], options=dict(
+                               path=dict(type="path", required=True), content=dict(type="str", required=True, no_log=True),
+                               mode=dict(type="raw"), owner=dict(type="str"), group=dict(type="str"),
+                               kind=dict(type="str"))),
+                           record=dict(type="path"),
                            exists=dict(type="list", elements="path", default=[]),
+                           expect=dict(type="list", elements="dict", default=[], options=dict(
+                               path=dict(type="path", required=True), content=dict(type="str", required=True))),
                            absent=dict(type="list", elements="path", default=[]),
                            ssh_keys=dict(type="list", elements="dict", default=[], no_log=False)),
         supports_check_mode=True,
@@ -191,15 +280,26 @@ def main():
     _precheck(module)
     changed = []
     diffs = []
+    record_path = module.params["record"]
+    record = _records.load(record_path) if record_path else None
+    created = {}  # path -> record entry, for what this call creates
+    kept = []
     for item in module.params["directories"]:
-        path = item["path"]
+        path = os.path.normpath(item["path"])
         uid, gid = _ids(module, item)
         mode = _mode(module, item, "0755")
         if not os.path.isdir(path):
             changed.append(path)
             diffs.append(dict(before_header=path, after_header=path, before="(absent)\n", after="(directory)\n"))
+            for directory in _missing_dirs(path):
+                created[directory] = {"kind": "directory"}
+            created[path] = dict({"kind": "directory"}, **(item.get("record") or {}))
             if not module.check_mode:
                 _makedirs(path, uid, gid, mode)
+        elif record is not None and path not in record:
+            # A directory that was there before: the user's (or the system's). Its owner and mode stay as they are.
+            if _needs_attrs(path, uid, gid, mode):
+                kept.append(path)
         elif _needs_attrs(path, uid, gid, mode):
             changed.append(path)
             if not module.check_mode:
@@ -218,6 +318,9 @@ def main():
                     current = handle.read()
             except FileNotFoundError:
                 pass
+        kind = item.get("kind") or ("file" if index < plain else "token")
+        if not os.path.lexists(path) and kind != "none":
+            created[path] = {"kind": kind}
         if current != content:
             changed.append(path)
             if index < plain:
@@ -261,14 +364,20 @@ def main():
                 public_keys[path] = ""
                 continue
             for stale in (path, path + ".pub"):
+                created[stale] = {"kind": "key"}
                 if os.path.lexists(stale):
                     os.unlink(stale)
             module.run_command(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", item.get("comment") or "",
                                 "-f", path], check_rc=True)
         with open(path + ".pub", encoding="utf-8") as handle:
             public_keys[path] = handle.read().strip()
-    result = dict(changed=bool(changed), changed_paths=changed, public_keys=public_keys,
-                  exists={path: os.path.exists(path) for path in module.params["exists"]})
+    recorded = {p: e for p, e in created.items() if record is not None and record.get(p) != e}
+    if recorded and not module.check_mode:
+        record.update(recorded)
+        _records.save(record, record_path)
+    result = dict(changed=bool(changed), changed_paths=changed, public_keys=public_keys, kept=kept,
+                  recorded=sorted(recorded), exists={path: os.path.exists(path) for path in module.params["exists"]},
+                  matches={item["path"]: _holds(item["path"], item["content"]) for item in module.params["expect"]})
     if module._diff and diffs:
         result["diff"] = diffs
     module.exit_json(**result)

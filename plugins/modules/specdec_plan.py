@@ -203,7 +203,8 @@ notes:
     (releases without native speculative-decoding metrics), on the head, at specdec_serve_host.
   - >-
     C(specdec_serve_extra_args) (list, cluster scope, default []) - Arguments appended to the trtllm-serve command
-    line.
+    line; flags the plan sets (host, port, parallel sizes, the options file, the backend, the model) are refused
+    here.
   - >-
     C(specdec_serve_mpi_export) (list, cluster scope, default ["CPATH", "TRITON_PTXAS_PATH", "HF_HOME"]) -
     Environment variables mpirun passes on with -x (a cluster; HF_TOKEN_PATH is added).
@@ -219,9 +220,14 @@ notes:
   - >-
     C(specdec_serve_validate_requests) (int, cluster scope, default 1) - Validation requests sent.
   - >-
-    C(specdec_serve_allowed_clients) (list, cluster scope, profile key C(allowed_clients), default []) - IPv4
-    addresses or networks admitted to the serving ports (iptables chain DGX-SPECDEC); empty: no rules, and rules of
-    an earlier list are removed.
+    C(specdec_serve_allowed_clients) (list, cluster scope, profile key C(allowed_clients), default []) - IPv4 or
+    IPv6 addresses or networks admitted to the serving ports (chain DGX-SPECDEC of iptables and ip6tables, applied
+    by the container before the server listens and kept by it after a reboot, a restart or a flush); empty: no
+    rules, and rules of an earlier list are removed.
+  - >-
+    C(specdec_serve_liveness_timeout) (int, cluster scope, default 120) - Once the server answered its health check,
+    seconds without an answer (a hang, a stopped process) after which the container ends it and Docker starts it
+    again (checked every 10 s, so the restart begins within this many seconds plus 10); 0: never.
   - >-
     C(specdec_serve_memory_check) (str, node scope, default fail) - What a model that cannot fit in memory does, in
     the pre-flight and right before the server starts.

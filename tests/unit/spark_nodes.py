@@ -40,7 +40,7 @@ def spark(name, up=QSFP, ipv4=None, images=None, docker_ok=True, user="spark"):
                    "runtimes": ["runc"]},
         "images": images if images is not None else {},
         "containers": {},
-        "tools": {"iptables": True},
+        "tools": {"iptables": True, "ip6tables": True},
         "hf_login_token": False,
     }
 

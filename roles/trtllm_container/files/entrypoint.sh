@@ -3,38 +3,53 @@
 # trtllm-mn-entrypoint.sh). Docker runs it as the container's command and restarts the container when
 # the server exits, so the server comes back after a crash or a reboot without Ansible.
 #
-#   entrypoint.sh [--install-missing] [--sshd CONFIG] [--firewall PORTS IFACES] [--peer ADDRESS]...
-#                 [--expect PATH=SHA256]... [--exists PATH]... [--daemon NAME] [-- COMMAND...]
+#   entrypoint.sh [--install-missing] [--firewall SPEC] [--sshd CONFIG] [--peer ADDRESS]...
+#                 [--expect PATH=SHA256]... [--exists PATH]... [--approval PATH=SHA256] [--daemon NAME]
+#                 [--health URL --liveness SECONDS] [-- COMMAND...]
 #   entrypoint.sh --rank -- COMMAND...
+#   entrypoint.sh --clean-ranks
 #
 # --install-missing  install openssh-server and iptables on the first start when the image lacks them
+# --firewall    apply SPEC (the endpoint's allow-list, Open MPI's ports; firewall.py next to it) before sshd or the
+#               server starts, and keep it: a watcher restores it within 5 s after a flush or a firewall reload.
+#               The container does not start what it guards when the rules cannot be applied (fail closed).
 # --sshd        start sshd with CONFIG (keys and configuration are mounted read-only from the host);
 #               without a COMMAND, sshd is the container's process (a worker of the cluster)
-# --firewall    accept TCP to PORTS (first:last, Open MPI's pinned listeners) only on loopback and on the
-#               comma-separated IFACES (the QSFP ones): Open MPI 4.1 binds them to every interface
 # --expect      wait until PATH has this SHA-256: the container is recreated when the planned options
 #               or hostfile change, and the server starts only once Ansible wrote the new ones
 # --exists      wait until PATH exists (the markers of completed model downloads)
+# --approval    wait until PATH has this SHA-256 here and on every --peer: each node's memory check passed for
+#               this server (written by Ansible after the check; it stays, so a reboot does not wait for Ansible)
 # --peer        wait until the peer's sshd takes the cluster key and the peer has every --exists PATH
 # --daemon      COMMAND starts a process called NAME in the background and returns (Triton's
 #               launch_triton_server.py does): stay while NAME runs, exit when it stops (Docker then
 #               restarts the container), and stop it when the container is stopped
-# COMMAND       exec'd once everything is there: trtllm-serve, or mpirun on the head
+# --health      once URL answered (the server was ready), a server that stops answering it for --liveness SECONDS
+#               (a hang, a stopped process) is killed: the container exits and Docker starts it again
+# --peer        before COMMAND, also end the ranks a lost head left on the peer (--clean-ranks there)
+# COMMAND       run once everything is there: trtllm-serve, or mpirun on the head
 # --rank        how mpirun starts each rank: sshd sessions do not inherit the container's environment, so take
 #               this node's NCCL_/UCX_ settings from the container's first process, and this node's RoCE v2 GID
 #               index of the NCCL_IB_HCA devices (it differs between nodes and may change after a reboot: never
-#               pinned), then exec COMMAND
+#               pinned), then exec COMMAND (its process ID is kept in /run/dgx-spark-ranks for --clean-ranks)
+# --clean-ranks end the ranks of an earlier mpirun still running in this container (their ssh sessions)
 set -euo pipefail
 
-install_missing=0 sshd_config="" fw_ports="" fw_ifaces="" daemon="" rank=0 peers=() expects=() exists=()
+install_missing=0 sshd_config="" fw_spec="" daemon="" rank=0 clean=0 health="" liveness=0 approval=""
+peers=() expects=() exists=()
+RANKS_DIR=/run/dgx-spark-ranks
 while [ $# -gt 0 ]; do
   case "$1" in
     --rank) rank=1; shift ;;
+    --clean-ranks) clean=1; shift ;;
     --install-missing) install_missing=1; shift ;;
-    --firewall) fw_ports=$2; fw_ifaces=$3; shift 3 ;;
+    --firewall) fw_spec=$2; shift 2 ;;
+    --health) health=$2; shift 2 ;;
+    --liveness) liveness=$2; shift 2 ;;
     --sshd) sshd_config=$2; shift 2 ;;
     --peer) peers+=("$2"); shift 2 ;;
     --expect) expects+=("$2"); shift 2 ;;
+    --approval) approval=$2; expects+=("$2"); shift 2 ;;
     --exists) exists+=("$2"); shift 2 ;;
     --daemon) daemon=$2; shift 2 ;;
     --) shift; break ;;
@@ -83,7 +98,25 @@ if [ "$rank" = 1 ]; then
   if [ -z "${NCCL_IB_GID_INDEX:-}" ] && index=$(gid_index); then
     export NCCL_IB_GID_INDEX=$index
   fi
+  mkdir -p "$RANKS_DIR" && : >"$RANKS_DIR/$$"  # exec keeps this process ID
   exec "$@"
+fi
+
+if [ "$clean" = 1 ]; then
+  # Each rank runs in the ssh session mpirun opened: end the whole session (its daemon and the rank's children).
+  for file in "$RANKS_DIR"/*; do
+    [ -e "$file" ] || continue
+    pid=${file##*/}
+    if kill -0 "$pid" 2>/dev/null; then
+      sid=$(ps -o sid= -p "$pid" | tr -d ' ')
+      log "ending rank $pid of an earlier mpirun (session $sid)"
+      pkill -TERM -s "$sid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+      pkill -KILL -s "$sid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+    fi
+    rm -f "$file"
+  done
+  exit 0
 fi
 
 need() {  # COMMAND PACKAGE: install PACKAGE on the first start of a container whose image lacks COMMAND
@@ -97,23 +130,18 @@ need() {  # COMMAND PACKAGE: install PACKAGE on the first start of a container w
   fi
 }
 
-close_mpi_ports() {  # in the node's network namespace (host network on a Spark): idempotent, at every start
-  local cmd iface
-  for cmd in iptables ip6tables; do
-    command -v "$cmd" >/dev/null 2>&1 || continue
-    "$cmd" -N DGX_SPARK_MPI 2>/dev/null || "$cmd" -F DGX_SPARK_MPI
-    "$cmd" -A DGX_SPARK_MPI -i lo -j RETURN
-    for iface in ${fw_ifaces//,/ }; do "$cmd" -A DGX_SPARK_MPI -i "$iface" -j RETURN; done
-    "$cmd" -A DGX_SPARK_MPI -j DROP
-    "$cmd" -C INPUT -p tcp --dport "$fw_ports" -j DGX_SPARK_MPI 2>/dev/null \
-      || "$cmd" -I INPUT -p tcp --dport "$fw_ports" -j DGX_SPARK_MPI
-  done
-  log "MPI ports $fw_ports accept connections only on lo and $fw_ifaces"
-}
-
-if [ -n "$fw_ports" ]; then
+if [ -n "$fw_spec" ]; then
   need iptables iptables
-  close_mpi_ports
+  program="$(dirname "$fw_spec")/firewall.py"
+  waited=0
+  until [ -f "$fw_spec" ] && [ -f "$program" ]; do
+    [ $((waited % 30)) -eq 0 ] && log "waiting for $fw_spec"
+    sleep 2
+    waited=$((waited + 2))
+  done
+  python3 "$program" apply "$fw_spec" || { log "the firewall is not in force: not starting" >&2; exit 1; }
+  python3 -u "$program" watch "$fw_spec" 5 &
+  watcher=$!
 fi
 
 if [ -n "$sshd_config" ]; then
@@ -142,8 +170,10 @@ missing() {
   done
   for item in "${peers[@]}"; do
     # shellcheck disable=SC2029  # the paths are meant to be tested on the peer
-    ssh -F /etc/dgx-spark/ssh/config -o ConnectTimeout=5 "$item" "for p in ${exists[*]:-}; do test -e \$p || exit 1; done" \
-      </dev/null >/dev/null 2>&1 || { echo "peer $item (sshd with the cluster key, models downloaded)"; return; }
+    check="for p in ${exists[*]:-}; do test -e \$p || exit 1; done"
+    [ -z "$approval" ] || check+="; [ \"\$(sha256sum ${approval%=*} 2>/dev/null | cut -d' ' -f1)\" = ${approval##*=} ]"
+    ssh -F /etc/dgx-spark/ssh/config -o ConnectTimeout=5 "$item" "$check" </dev/null >/dev/null 2>&1 \
+      || { echo "peer $item (sshd with the cluster key, models downloaded, memory checked)"; return; }
   done
 }
 
@@ -153,24 +183,80 @@ while what=$(missing) && [ -n "$what" ]; do
   sleep 2
   waited=$((waited + 2))
 done
+for item in "${peers[@]}"; do
+  # A head that lost power left its ranks on the workers: they hold memory until ended.
+  ssh -F /etc/dgx-spark/ssh/config -o ConnectTimeout=5 "$item" /bin/bash /etc/dgx-spark/entrypoint.sh --clean-ranks \
+    </dev/null || log "could not end earlier ranks on $item" >&2
+done
 log "starting: $*"
-[ -n "$daemon" ] || exec "$@"
+if [ -z "$daemon" ] && [ -z "$health" ] && [ -z "${watcher:-}" ]; then
+  exec "$@"
+fi
 
-# The launcher returns once its server runs in the background: watch the server by name.
+# Supervise: the server (or the daemon the launcher leaves), the firewall's watcher and, once ready, the server's
+# answers. Any of them failing ends the container, which Docker starts again (the firewall first).
+server="" stopping=0
 # shellcheck disable=SC2317,SC2329  # invoked by the trap below
-stop_daemon() {
-  log "stopping $daemon"
-  pkill -TERM -x "$daemon" || true
-  for _ in $(seq 1 50); do pgrep -x "$daemon" >/dev/null || exit 0; sleep 0.2; done
-  pkill -KILL -x "$daemon" || true
+stop() {
+  stopping=1
+  log "stopping"
+  if [ -n "$daemon" ]; then pkill -TERM -x "$daemon" || true; fi
+  if [ -n "$server" ]; then kill -TERM "$server" 2>/dev/null || true; fi
+  for _ in $(seq 1 50); do
+    if { [ -z "$daemon" ] || ! pgrep -x "$daemon" >/dev/null; } && { [ -z "$server" ] || ! kill -0 "$server" 2>/dev/null; }; then
+      exit 0
+    fi
+    sleep 0.2
+  done
+  if [ -n "$daemon" ]; then pkill -KILL -x "$daemon" || true; fi
+  if [ -n "$server" ]; then kill -KILL "$server" 2>/dev/null || true; fi
   exit 0
 }
-trap stop_daemon TERM INT
-"$@"
-for _ in $(seq 1 30); do pgrep -x "$daemon" >/dev/null && break; sleep 1; done
-while pgrep -x "$daemon" >/dev/null; do
-  sleep 5 &
+trap stop TERM INT
+
+answers() {  # the server answers its health URL within 5 s
+  python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' "$health" >/dev/null 2>&1
+}
+
+"$@" &
+server=$!
+if [ -n "$daemon" ]; then
+  wait "$server" || true  # the launcher returns once its server runs in the background
+  server=""
+  for _ in $(seq 1 30); do pgrep -x "$daemon" >/dev/null && break; sleep 1; done
+fi
+ready=0 silent=0 tick=0
+while true; do
+  sleep 2 &
   wait $! || true
+  [ "$stopping" = 0 ] || continue
+  if [ -n "$server" ] && ! kill -0 "$server" 2>/dev/null; then
+    wait "$server" && code=0 || code=$?
+    log "the server exited ($code)" >&2
+    exit $((code == 0 ? 1 : code))
+  fi
+  if [ -n "$daemon" ] && ! pgrep -x "$daemon" >/dev/null; then
+    log "$daemon stopped" >&2
+    exit 1
+  fi
+  if [ -n "${watcher:-}" ] && ! kill -0 "$watcher" 2>/dev/null; then
+    log "the firewall watcher stopped: ending the server (fail closed)" >&2
+    stop
+  fi
+  tick=$((tick + 2))
+  if [ -z "$health" ] || [ "$liveness" -le 0 ] || [ $((tick % 10)) -ne 0 ]; then
+    continue
+  fi
+  if answers; then
+    [ "$ready" = 1 ] || log "ready: $health answers; restarted when it stops answering for ${liveness} s"
+    ready=1 silent=0
+  elif [ "$ready" = 1 ]; then
+    silent=$((silent + 10))
+    if [ "$silent" -ge "$liveness" ]; then
+      log "$health has not answered for ${silent} s after the server was ready: restarting it" >&2
+      if [ -n "$daemon" ]; then pkill -KILL -x "$daemon" || true; fi
+      if [ -n "$server" ]; then pkill -KILL -P "$server" 2>/dev/null || true; kill -KILL "$server" 2>/dev/null || true; fi
+      exit 1
+    fi
+  fi
 done
-log "$daemon stopped" >&2
-exit 1

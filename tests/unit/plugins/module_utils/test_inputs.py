@@ -211,7 +211,7 @@ def test_a_missing_download_is_a_change_so_a_rerun_fetches_it():
     applied = _applied(_replan(facts), facts)
     for node in applied.values():
         for container in node["containers"].values():
-            container["files"]["markers"] = container["files"]["markers"][:1]
+            container["files"]["markers"] = dict(list(container["files"]["markers"].items())[:1])
     again = _replan(applied)
     assert again["spark-a"]["changes"] == ["downloads"] and again["spark-a"]["apply"] is True
 
@@ -225,7 +225,7 @@ def _applied(plans, facts, token="given"):
                           for d in container["dirs"]},
                  "files": {}, "public_keys": {}, "token": {"given": token == "given", "file": "same"
                                                            if token == "given" else "absent", "login": "absent"},
-                 "markers": [d["marker"] for d in plan["serve"]["downloads"]]}
+                 "markers": {d["marker"]: d["marker_file"]["content"] for d in plan["serve"]["downloads"]}}
 
         def put(path, content, mode, owner="root"):
             files["files"][path] = {"sha256": p.sha256(content) if content is not None else None, "mode": mode,
@@ -248,10 +248,11 @@ def _applied(plans, facts, token="given"):
         node["containers"] = {docker["name"]: {"image_ref": docker["image"], "image_id": "sha256:img",
                                                "running": True, "spec": docker["labels"][p.SPEC_LABEL],
                                                "mounts": {p.CONFIG_MOUNT: container["config_dir"]}, "files": files}}
+        for program in container["programs"]:
+            with open(os.path.join(p._MODULE_UTILS, program["source"]), encoding="utf-8") as handle:
+                put(program["path"], handle.read().rstrip() + "\n", program["mode"])
         exporter = container["exporter"]
         if exporter:
-            with open(p._EXPORTER, encoding="utf-8") as handle:
-                put(exporter["file"]["path"], handle.read().rstrip() + "\n", "0644")
             node["containers"][exporter["name"]] = {"image_ref": exporter["image"], "image_id": "sha256:img",
                                                     "running": True, "spec": exporter["labels"][p.SPEC_LABEL],
                                                     "mounts": {p.CONFIG_MOUNT: container["config_dir"]}, "files": files}

@@ -2,6 +2,7 @@
 
 import copy
 import hashlib
+import json
 import os
 import sys
 
@@ -120,16 +121,25 @@ def test_two_spark_plan_follows_the_seed():
 
     command = head["container"]["docker"]["command"]
     digest = hashlib.sha256(head["serve"]["options_file"]["content"].encode()).hexdigest()
-    assert command[:4] == ["/bin/bash", "/etc/dgx-spark/entrypoint.sh", "--install-missing", "--sshd"]
-    assert command[command.index("--firewall") + 1:command.index("--firewall") + 3] == [
-        "50100:50132", "enp1s0f1np1,enP2p1s0f1np1"]
+    assert command[:6] == ["/bin/bash", "/etc/dgx-spark/entrypoint.sh", "--install-missing",
+                           "--firewall", "/etc/dgx-spark/firewall.json", "--sshd"]
+    # Open MPI's pinned ports: only lo and the QSFP netdevs (the spec the entrypoint applies and keeps).
+    assert head["container"]["firewall"]["mpi"] == {"ports": "50100:50132",
+                                                    "interfaces": ["enp1s0f1np1", "enP2p1s0f1np1"]}
+    assert json.loads(head["container"]["firewall"]["file"]["content"])["mpi"] == head["container"]["firewall"]["mpi"]
     assert head["container"]["docker"]["capabilities"] == ["NET_ADMIN"]
+    # The head waits for every node's memory check (the approval) and restarts a server that stops answering.
+    assert command[command.index("--approval") + 1] == "/etc/dgx-spark/start-approved=" + hashlib.sha256(
+        head["serve"]["approval"]["content"].encode()).hexdigest()
+    assert command[command.index("--health") + 1:command.index("--health") + 4] == [
+        "http://127.0.0.1:8355/health", "--liveness", "120"]
     assert command[command.index("--peer") + 1] == "192.168.200.13"
     assert "/etc/dgx-spark/extra-llm-api-config.yml=" + digest in command
     assert command[command.index("--") + 1:] == head["serve"]["argv"]
     assert worker["container"]["docker"]["command"] == [
-        "/bin/bash", "/etc/dgx-spark/entrypoint.sh", "--install-missing", "--sshd", "/etc/dgx-spark/ssh/sshd_config",
-        "--firewall", "50100:50132", "enp1s0f1np1,enP2p1s0f1np1"]
+        "/bin/bash", "/etc/dgx-spark/entrypoint.sh", "--install-missing", "--firewall", "/etc/dgx-spark/firewall.json",
+        "--sshd", "/etc/dgx-spark/ssh/sshd_config"]
+    assert worker["serve"]["approval"] == head["serve"]["approval"]
 
     env = head["container"]["docker"]["env"]
     for key in ("UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_oob_tcp_if_include"):
@@ -153,14 +163,20 @@ def test_downloads_and_the_markers_the_server_waits_for():
     downloads = plans["spark-b"]["serve"]["downloads"]
     # The marker file written after a successful download names the repository.
     assert [d.pop("marker_file") for d in downloads] == [
-        {"path": d["marker"], "content": d["repo"] + "\n", "mode": "0644"} for d in downloads]
+        {"path": d["marker"], "content": d["repo"] + "\n", "mode": "0644", "kind": "none"} for d in downloads]
+    # Each download's directory is created (and recorded with what it holds) before it starts.
+    assert [d.pop("directory") for d in downloads] == [
+        {"path": d["dir"], "owner": "spark", "mode": "0755",
+         "record": {"kind": "download", "repo": d["repo"], "revision": None}} for d in downloads]
     assert downloads == [
         {"repo": "nvidia/Qwen3-235B-A22B-FP4", "local_dir": "", "revision": None, "field": "specdec_serve_model",
          "host_dir": "/home/spark/.cache/huggingface/hub", "argv": ["hf", "download", "nvidia/Qwen3-235B-A22B-FP4"],
+         "dir": "/home/spark/.cache/huggingface/hub/models--nvidia--Qwen3-235B-A22B-FP4", "current": False,
          "marker": "/home/spark/.cache/huggingface/hub/models--nvidia--Qwen3-235B-A22B-FP4/.dgx-spark-complete"},
         {"repo": "nvidia/Qwen3-235B-A22B-Eagle3", "local_dir": "/models/Qwen3-235B-A22B-Eagle3/", "revision": None,
          "field": "specdec_serve_draft_model", "host_dir": "/home/spark/models/Qwen3-235B-A22B-Eagle3",
          "argv": ["hf", "download", "nvidia/Qwen3-235B-A22B-Eagle3", "--local-dir", "/models/Qwen3-235B-A22B-Eagle3/"],
+         "dir": "/home/spark/models/Qwen3-235B-A22B-Eagle3", "current": False,
          "marker": "/home/spark/models/Qwen3-235B-A22B-Eagle3/.dgx-spark-complete"}]
     # The pre-flight asks the hub about the same repositories (the markers let it skip complete ones).
     assert plans["spark-b"]["serve"]["hub_check"] == [

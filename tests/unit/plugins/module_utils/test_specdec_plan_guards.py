@@ -146,57 +146,77 @@ def test_image_by_digest():
 
 def test_allow_list_guards_the_serving_ports():
     plans, dummy = one({"specdec_serve_host": "0.0.0.0", "specdec_serve_allowed_clients": ["10.0.0.7", "10.1.0.0/16"]})
-    firewall = plans["spark-a"]["container"]["firewall"]
-    assert firewall["enabled"] and firewall["changes"]["create_chain"] and firewall["changes"]["apply"]
-    assert [r.get("source") for r in firewall["chain_rules"]][:2] == ["10.0.0.7/32", "10.1.0.0/16"]
+    container = plans["spark-a"]["container"]
+    firewall = container["firewall"]
+    assert firewall["enabled"] and firewall["active"] and firewall["clients"]["4"] == ["10.0.0.7/32", "10.1.0.0/16"]
     # The server's port and the metrics exporter's.
-    assert firewall["jumps"][-1]["destination_ports"] == ["8000", "9464"]
+    assert firewall["ports"] == [8000, 9464]
+    # The container applies it before the server starts, and keeps it: its spec and program are written next to it.
+    command = container["docker"]["command"]
+    assert command[command.index("--firewall") + 1] == "/etc/dgx-spark/firewall.json"
+    assert container["docker"]["capabilities"] == ["NET_ADMIN"]
+    assert firewall["file"] in container["files"]
+    assert [p["source"] for p in container["programs"]] == ["_firewall.py", "_metrics.py"]
+    # A changed allow-list is applied by the watcher: no restart of the server for it (nor for the token).
+    assert firewall["file"]["path"] in container["no_restart"] and container["token_file"] in container["no_restart"]
     # Triton: its three ports.
     plans, dummy = one({"specdec_serve_allowed_clients": ["10.0.0.7"]}, prof="single_spark_triton_eagle3")
-    assert plans["spark-a"]["container"]["firewall"]["jumps"][-1]["destination_ports"] == ["8000", "8001", "8002"]
+    assert plans["spark-a"]["container"]["firewall"]["ports"] == [8000, 8001, 8002]
 
 
 def test_allow_list_of_a_pair_admits_the_workers_and_leaves_workers_open():
     plans, dummy = two({"specdec_serve_allowed_clients": ["10.0.0.7"]})
     head = plans["spark-a"]["container"]["firewall"]
-    assert [r.get("source") for r in head["chain_rules"] if r.get("source")] == [
+    assert head["clients"]["4"] == [
         "10.0.0.7/32", "192.168.200.12/32", "192.168.200.14/32", "192.168.200.13/32", "192.168.200.15/32"]
     assert plans["spark-b"]["container"]["firewall"]["enabled"] is False
     assert plans["spark-b"]["container"]["firewall"]["changes"]["apply"] is False
 
 
+def test_ipv6_clients_and_an_ipv6_listener():
+    plans, dummy = one({"specdec_serve_host": "::", "specdec_serve_allowed_clients": ["10.0.0.7", "fd00:1::/64"]})
+    firewall = plans["spark-a"]["container"]["firewall"]
+    assert firewall["clients"] == {"4": ["10.0.0.7/32"], "6": ["fd00:1::/64"]} and firewall["require_ipv6"]
+    fact = spark("spark-a")
+    fact["tools"] = {"iptables": True, "ip6tables": False}
+    errors = errors_of(one, {"specdec_serve_host": "::", "specdec_serve_allowed_clients": ["10.0.0.7"]}, facts=fact)
+    assert errors == ["specdec_serve_host on spark-a (cluster spark-a): :: listens on IPv6 too, and spark-a has no "
+                      "ip6tables to hold the allow-list there (install ip6tables, or set specdec_serve_host: 0.0.0.0)"]
+
+
 def test_rules_already_there_change_nothing_and_a_dropped_list_removes_them():
     variables = {"specdec_serve_host": "0.0.0.0", "specdec_serve_allowed_clients": ["10.0.0.7"]}
-    plans, dummy = one(variables)
-    firewall = plans["spark-a"]["container"]["firewall"]
     fact = spark("spark-a")
     fact["firewall"] = ["-N DGX-SPECDEC",
                         '-A INPUT -p tcp -m multiport --dports 8000,9464 -m comment --comment "dgx-spark.specdec" -j DGX-SPECDEC',
                         '-A DGX-SPECDEC -s 10.0.0.7/32 -m comment --comment "dgx-spark.specdec" -j ACCEPT',
                         '-A DGX-SPECDEC -i lo -m comment --comment "dgx-spark.specdec" -j ACCEPT',
                         '-A DGX-SPECDEC -p tcp -m comment --comment "dgx-spark.specdec" -j REJECT --reject-with tcp-reset']
-    assert firewall["changes"]["chain_rules"] and not firewall["changes"]["flush"]
     plans, dummy = one(variables, facts=fact)
     assert plans["spark-a"]["container"]["firewall"]["changes"]["apply"] is False
     plans, dummy = one({"specdec_serve_host": "0.0.0.0"}, facts=fact)
     changes = plans["spark-a"]["container"]["firewall"]["changes"]
-    assert changes["delete_chain"] and changes["flush"] and changes["remove"][0][:2] == ["-D", "INPUT"]
+    assert changes["remove"][0][:4] == ["iptables", "-w", "-D", "INPUT"]
+    assert changes["remove"][-2:] == [["iptables", "-w", "-F", "DGX-SPECDEC"], ["iptables", "-w", "-X", "DGX-SPECDEC"]]
+    assert "firewall" in plans["spark-a"]["changes"]
 
 
-def test_published_port_brings_the_docker0_rules():
-    plans, dummy = one({"specdec_serve_allowed_clients": ["10.0.0.7"]}, prof="single_spark_low_latency")
-    chains = [(r["chain"], r["jump"]) for r in plans["spark-a"]["container"]["firewall"]["jumps"]]
-    # docker0 reaches the server's and the metrics exporter's published ports.
-    assert chains == [("INPUT", "ACCEPT"), ("INPUT", "ACCEPT"), ("DOCKER-USER", "ACCEPT"), ("DOCKER-USER", "DGX-SPECDEC"),
-                      ("INPUT", "DGX-SPECDEC")]
+def test_published_port_keeps_the_rules_in_the_containers_namespace():
+    fact = spark("spark-a")
+    # An older release wrote DOCKER-USER rules in the node's namespace: they go.
+    fact["firewall"] = ['-A DOCKER-USER -i docker0 -m comment --comment "dgx-spark.specdec" -j ACCEPT']
+    plans, dummy = one({"specdec_serve_allowed_clients": ["10.0.0.7"]}, prof="single_spark_low_latency", facts=fact)
+    firewall = plans["spark-a"]["container"]["firewall"]
+    assert firewall["bridge"] and firewall["enabled"]
+    assert firewall["changes"]["remove"] == [["iptables", "-w", "-D", "DOCKER-USER", "-i", "docker0", "-m", "comment",
+                                              "--comment", "dgx-spark.specdec", "-j", "ACCEPT"]]
 
 
 def test_allow_list_errors_and_warnings():
     errors = errors_of(one, {"specdec_serve_allowed_clients": ["10.0.0.300", "me"]})
-    assert errors == ['specdec_serve_allowed_clients item on spark-a (cluster spark-a): "10.0.0.300" is not an IPv4 '
-                      "address or network (A.B.C.D or A.B.C.D/N)",
-                      'specdec_serve_allowed_clients item on spark-a (cluster spark-a): "me" is not an IPv4 address '
-                      "or network (A.B.C.D or A.B.C.D/N)"]
+    accepted = "an IPv4 or IPv6 address or network (A.B.C.D, A.B.C.D/N, X:Y::Z or X:Y::/N)"
+    assert errors == ['specdec_serve_allowed_clients item on spark-a (cluster spark-a): "10.0.0.300" is not ' + accepted,
+                      'specdec_serve_allowed_clients item on spark-a (cluster spark-a): "me" is not ' + accepted]
     fact = spark("spark-a")
     fact["tools"] = {"iptables": False}
     errors = errors_of(one, {"specdec_serve_allowed_clients": ["10.0.0.7"]}, facts=fact)

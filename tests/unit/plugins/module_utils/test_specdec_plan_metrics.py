@@ -73,7 +73,7 @@ def test_a_release_with_native_counters_is_read_on_the_servers_own_path(monkeypa
     plans, dummy = one()
     assert plans["spark-a"]["container"]["exporter"] is None
     assert plans["spark-a"]["serve"]["endpoint"]["prometheus_url"] == "http://127.0.0.1:8000/prometheus/metrics"
-    assert plans["spark-a"]["container"]["firewall"]["jumps"] == []  # no allow-list: nothing to guard
+    assert not plans["spark-a"]["container"]["firewall"]["enabled"]  # no allow-list: nothing to guard
 
 
 def test_ipv6_bind_listens_in_brackets():

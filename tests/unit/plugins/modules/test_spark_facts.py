@@ -189,7 +189,9 @@ def run_module(capsys, args=None):
     return info.value.code, json.loads(out)
 
 
-def gather(capsys, args=None):
+def gather(capsys, args=None, record=None):
+    # Never the machine's own record.
+    args = dict(args or {}, record=str(record) if record else "/nonexistent/created.json")
     rc, result = run_module(capsys, args)
     assert rc == 0, result
     assert result["changed"] is False and not result.get("failed")
@@ -197,6 +199,22 @@ def gather(capsys, args=None):
 
 
 # -- the whole fact ---------------------------------------------------------------------------------------------
+
+
+def test_the_record_and_what_its_downloads_markers_say(capsys, node):
+    draft = node.tmp / "models" / "draft"
+    draft.mkdir(parents=True)
+    (draft / ".dgx-spark-complete").write_text("org/draft\nrevision: v2\n")
+    gone = node.tmp / "models" / "gone"
+    record = node.tmp / "created.json"
+    record.write_text(json.dumps({"version": 1, "paths": {str(draft): {"kind": "download", "repo": "org/draft"},
+                                                          str(gone): {"kind": "download", "repo": "org/gone"},
+                                                          "/x/hf_token": {"kind": "token"}}}))
+    spark = gather(capsys, record=record)
+    assert spark["record"][str(draft)] == {"kind": "download", "repo": "org/draft"}
+    assert spark["downloads"] == {str(draft / ".dgx-spark-complete"): "org/draft\nrevision: v2\n"}
+    record.write_text("not json")
+    assert gather(capsys, record=record)["record"] == {}
 
 
 def test_full_fact(capsys, node):
@@ -225,8 +243,11 @@ def test_full_fact(capsys, node):
         "login_groups": ["spark", "sudo", "docker"],
         "netplan": {},
         "containers": {},
-        "tools": {"iptables": False},
+        "tools": {"iptables": False, "ip6tables": False},
         "firewall": [],
+        "firewall6": [],
+        "record": {},
+        "downloads": {},
         "hf_login_token": False,
         "models": {},
         "sysctl": {"file": None, "values": {}},
@@ -241,16 +262,16 @@ def test_containers_of_the_collection_and_tools(capsys, node):
                        {"Id": "c2", "Name": "/old", "Image": "sha256:bbbb", "Config": {"Image": IMAGE_B},
                         "State": {"Running": False}}]
     spark = gather(capsys)
-    nothing = {"dirs": {}, "files": {}, "public_keys": {}, "token": {}, "markers": []}
+    nothing = {"dirs": {}, "files": {}, "public_keys": {}, "token": {}, "markers": {}}
     assert spark["containers"] == {
         "trtllm-specdec": {"image_ref": IMAGE_A, "image_id": "sha256:aaaa", "running": True, "spec": "abc123",
-                           "mounts": {}, "files": nothing},
+                           "mounts": {}, "files": nothing, "role": ""},
         "old": {"image_ref": IMAGE_B, "image_id": "sha256:bbbb", "running": False, "spec": "", "mounts": {},
-                "files": nothing},
+                "files": nothing, "role": ""},
     }
-    assert spark["tools"] == {"iptables": True}
-    # Only the allow-list's lines of the filter table.
-    assert spark["firewall"] == ["-N DGX-SPECDEC", '-A INPUT -p tcp -m multiport --dports 8000 -m comment --comment '
+    assert spark["tools"] == {"iptables": True, "ip6tables": False}
+    # Only the collection's lines of the filter table (its two chains and its marked rules).
+    assert spark["firewall"] == ["-N DGX-SPECDEC", "-N DGX_SPARK_MPI", '-A INPUT -p tcp -m multiport --dports 8000 -m comment --comment '
                                  '"dgx-spark.specdec" -j DGX-SPECDEC']
     assert ["docker", "container", "inspect", "c1", "c2"] in node.commands()
 
