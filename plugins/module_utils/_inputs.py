@@ -379,8 +379,9 @@ INPUTS = (
        "/etc/dgx-spark).", scope=NODE, fmt="path", default_doc="<home>/.dgx-spark"),
     _I("trtllm_container_install_sshd", "bool", "On a cluster, install openssh-server and iptables in the "
        "container if the image lacks them.", default=True),
-    _I("trtllm_container_mpi_firewall", "bool", "On a cluster, close Open MPI's pinned ports (50100-50132) to every "
-       "interface but loopback and the QSFP ones.", default=True),
+    _I("trtllm_container_mpi_firewall", "bool", "Close Open MPI's pinned ports (50100-50132) to every interface but "
+       "loopback and, on a cluster, the QSFP ones (one Spark's server and Triton start Open MPI too: their listeners "
+       "are pinned there and bound to loopback where Open MPI allows it).", default=True),
     _I("trtllm_container_ssh_port", "int", "The containers' sshd port on a cluster.", default=2233, minimum=1,
        maximum=65535),
     _I("trtllm_container_nccl_ib_hca", "list", "RDMA devices joined into NCCL_IB_HCA on a cluster.", scope=NODE,
@@ -868,6 +869,7 @@ PARTS = {
         ("container", "str", None, "The head's container (mpirun runs there)."),
         ("hostnames", "list", "str", "Every node's host name, rank order."),
         ("ssh_port", "int", None, "The containers' sshd port."),
+        ("record", "str", None, "The node's record of what the collection created."),
     )),
     "specdec_serve": ("specdec_serve_spec", "This node's specdec_plan.serve (what it serves).", (
         ("container", "str", None, "The server's container."),

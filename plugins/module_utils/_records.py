@@ -16,7 +16,7 @@ import tempfile
 
 RECORD = "/var/lib/dgx-spark-specdec/created.json"
 # Removed by the teardown always (what only the collection uses) or only when the models are asked to go.
-KINDS = ("directory", "file", "key", "token", "download")
+KINDS = ("directory", "file", "key", "token", "tree", "download")
 
 
 def load(path=RECORD):
@@ -66,7 +66,8 @@ def cleanup_plan(paths, remove_models, exists=os.path.lexists, isdir=os.path.isd
                 gone.add(path)
             else:
                 keep.append((path, "a download (specdec_teardown_remove_models=true removes it)"))
-        elif kind in ("file", "key", "token"):
+        elif kind in ("file", "key", "token", "tree"):
+            # A tree: a directory only the collection fills (Triton's repository copy, the fetched encodings).
             remove.append((path, kind))
             gone.add(path)
     # Directories: deepest first, each once what it holds is gone (only entries the teardown removes count).

@@ -72,6 +72,16 @@ MPI_ENV = {
     5: {"hostfile": "PRTE_MCA_prte_default_hostfile", "ssh_args": "PRTE_MCA_plm_ssh_args",
         "oob_if": "PRTE_MCA_oob_tcp_if_include", "per_node": None},
 }
+# One Spark: the server still starts Open MPI's runtime (the LLM API spawns its executor worker through MPI; Triton's
+# launch_triton_server.py runs mpirun -n 1). Its listeners go to loopback where Open MPI honours *_if_include (5.x);
+# Open MPI 4.1 binds the wildcard all the same, so they are pinned to the ports the firewall spec closes to all but lo.
+LOCAL_MPI_ENV = {
+    "OMPI_MCA_oob_tcp_if_include": "lo", "OMPI_MCA_btl_tcp_if_include": "lo",
+    "OMPI_MCA_oob_tcp_static_ipv4_ports": str(MPI_OOB_PORT), "OMPI_MCA_oob_tcp_static_ipv6_ports": str(MPI_OOB_PORT),
+    "OMPI_MCA_btl_tcp_port_min_v4": str(MPI_BTL_PORTS[0]), "OMPI_MCA_btl_tcp_port_range_v4": str(MPI_BTL_PORTS[1]),
+    "PRTE_MCA_oob_tcp_if_include": "lo", "PRTE_MCA_oob_tcp_static_ipv4_ports": str(MPI_OOB_PORT),
+    "PRTE_MCA_oob_tcp_static_ipv6_ports": str(MPI_OOB_PORT),
+}
 OPENMPI_LABEL = "org.open-mpi.version"
 # A DGX Spark's unified memory: 128 GB, of which about 119 GiB are MemTotal (what the weights share with the rest).
 SPARK_MEMORY_GIB = 119.0
@@ -982,6 +992,7 @@ def _hostfile(plan, per):
 
 def _hostfile_part(plan, node, hostfile):
     return {"path": node["config_dir"] + "/" + HOSTFILE, "content": hostfile, "container": node["name"],
+            "record": records.RECORD,
             "hostnames": [plan.facts[h].get("hostname", h) for h in plan.nodes], "ssh_port": node["ssh_port"]}
 
 
@@ -1004,6 +1015,8 @@ def _environment(plan, s, node):
     if node["tiktoken"]:
         env.update(node["tiktoken"]["env"])
     if not s.multinode:
+        if node["mpi_firewall"]:
+            env.update(LOCAL_MPI_ENV)
         return env
     env.update(node["cuda_env"])
     ifaces = ",".join(node["qsfp_interfaces"])
@@ -1130,9 +1143,10 @@ def _firewall(plan, s, node):
         # The workers wait for the head's readiness over the QSFP link (the memory guard).
         clients += [a + "/32" for a in plan.qsfp_addresses if a + "/32" not in clients]
     mpi = None
-    if s.multinode and node["mpi_firewall"]:
+    if node["mpi_firewall"]:
+        # A cluster's ranks reach each other over the QSFP netdevs; one Spark's only over loopback.
         mpi = {"ports": "%d:%d" % (MPI_OOB_PORT, MPI_BTL_PORTS[0] + MPI_BTL_PORTS[1] - 1),
-               "interfaces": list(node["qsfp_interfaces"])}
+               "interfaces": list(node["qsfp_interfaces"]) if s.multinode else []}
     spec = fw.plan_spec(sorted(set(s.ports.values())), clients, bridge=node["own_network"], mpi=mpi,
                         require_ipv6=":" in (s.bind or ""))
     facts = plan.facts[node["host"]]
@@ -1200,8 +1214,10 @@ def _container_part(plan, s, node, entry, env):
             {"path": node["models_dir"], "owner": node["login_user"], "mode": "0755"},
             {"path": node["config_dir"], "owner": "root", "mode": "0755"}]
     dirs += [{"path": node["config_dir"] + "/ssh", "owner": "root", "mode": "0700"}] if s.multinode else []
-    dirs += [{"path": node["config_dir"] + "/" + TRITON_REPO_DIR, "owner": "root", "mode": "0755"}] if s.triton else []
-    dirs += [{"path": tiktoken["dir"], "owner": "root", "mode": "0755"}] if tiktoken else []
+    # Filled by the collection alone (the template's copy, the fetched encodings): the teardown removes them whole.
+    dirs += [{"path": node["config_dir"] + "/" + TRITON_REPO_DIR, "owner": "root", "mode": "0755",
+              "record": {"kind": "tree"}}] if s.triton else []
+    dirs += [{"path": tiktoken["dir"], "owner": "root", "mode": "0755", "record": {"kind": "tree"}}] if tiktoken else []
     firewall = node["firewall"]
     files = files + ([firewall["file"]] if firewall["active"] else [])
     # The collection's own programs the containers run, written from plugins/module_utils (standard library only).

@@ -90,7 +90,7 @@ def main():
         if module.check_mode:
             continue
         try:
-            if kind == "download" and os.path.isdir(path) and not os.path.islink(path):
+            if kind in ("download", "tree") and os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path)
             elif kind == "directory":
                 os.rmdir(path)

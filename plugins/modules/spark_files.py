@@ -102,6 +102,12 @@ options:
         description: The content it should hold.
         type: str
         required: true
+      mode:
+        description: Ignored (a file's entry of O(files) can be given as it is).
+        type: raw
+      kind:
+        description: Ignored (a file's entry of O(files) can be given as it is).
+        type: str
   absent:
     description: Files to remove when present.
     type: list
@@ -272,7 +278,8 @@ def main():
                            record=dict(type="path"),
                            exists=dict(type="list", elements="path", default=[]),
                            expect=dict(type="list", elements="dict", default=[], options=dict(
-                               path=dict(type="path", required=True), content=dict(type="str", required=True))),
+                               path=dict(type="path", required=True), content=dict(type="str", required=True),
+                               mode=dict(type="raw"), kind=dict(type="str"))),
                            absent=dict(type="list", elements="path", default=[]),
                            ssh_keys=dict(type="list", elements="dict", default=[], no_log=False)),
         supports_check_mode=True,

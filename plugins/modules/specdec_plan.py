@@ -317,8 +317,9 @@ notes:
     C(trtllm_container_install_sshd) (bool, cluster scope, default true) - On a cluster, install openssh-server and
     iptables in the container if the image lacks them.
   - >-
-    C(trtllm_container_mpi_firewall) (bool, cluster scope, default true) - On a cluster, close Open MPI's pinned
-    ports (50100-50132) to every interface but loopback and the QSFP ones.
+    C(trtllm_container_mpi_firewall) (bool, cluster scope, default true) - Close Open MPI's pinned ports
+    (50100-50132) to every interface but loopback and, on a cluster, the QSFP ones (one Spark's server and Triton
+    start Open MPI too: their listeners are pinned there and bound to loopback where Open MPI allows it).
   - >-
     C(trtllm_container_ssh_port) (int, cluster scope, default 2233) - The containers' sshd port on a cluster.
   - >-

@@ -11,7 +11,7 @@
 #
 # --install-missing  install openssh-server and iptables on the first start when the image lacks them
 # --firewall    apply SPEC (the endpoint's allow-list, Open MPI's ports; firewall.py next to it) before sshd or the
-#               server starts, and keep it: a watcher restores it within 5 s after a flush or a firewall reload.
+#               server starts, and keep it: a watcher restores it within 2 s after a flush or a firewall reload.
 #               The container does not start what it guards when the rules cannot be applied (fail closed).
 # --sshd        start sshd with CONFIG (keys and configuration are mounted read-only from the host);
 #               without a COMMAND, sshd is the container's process (a worker of the cluster)
@@ -140,7 +140,7 @@ if [ -n "$fw_spec" ]; then
     waited=$((waited + 2))
   done
   python3 "$program" apply "$fw_spec" || { log "the firewall is not in force: not starting" >&2; exit 1; }
-  python3 -u "$program" watch "$fw_spec" 5 &
+  python3 -u "$program" watch "$fw_spec" 2 &
   watcher=$!
 fi
 

@@ -258,9 +258,13 @@ def test_low_latency_publishes_its_port_on_a_bridge():
     assert docker["network_mode"] == "bridge" and docker["published_ports"] == ["8000:8000", "9464:9464"]
     exporter = plans["spark-a"]["container"]["exporter"]
     assert exporter["network_mode"] == "container:trtllm-specdec" and exporter["command"][-1] == "0.0.0.0:9464"
-    assert docker["env"] == {"TRTLLM_ENABLE_PDL": "1", "HF_TOKEN_PATH": "/etc/dgx-spark/hf_token",
-                             "TIKTOKEN_ENCODINGS_BASE": "/etc/dgx-spark/tiktoken"}
+    assert docker["env"] == dict(p.LOCAL_MPI_ENV, TRTLLM_ENABLE_PDL="1", HF_TOKEN_PATH="/etc/dgx-spark/hf_token",
+                                 TIKTOKEN_ENCODINGS_BASE="/etc/dgx-spark/tiktoken")
     assert "--trust_remote_code" in plans["spark-a"]["serve"]["argv"]
+    # The server's MPI runtime: pinned ports, closed to all but loopback in the container's own namespace.
+    firewall = plans["spark-a"]["container"]["firewall"]
+    assert firewall["mpi"] == {"ports": "50100:50132", "interfaces": []} and firewall["bridge"]
+    assert docker["capabilities"] == ["NET_ADMIN"]
 
 
 # -- every bad input, named -----------------------------------------------------------------------

@@ -62,7 +62,8 @@ def test_gpt_oss_profiles_fetch_and_mount_the_encodings():
     assert container["docker"]["env"]["TIKTOKEN_ENCODINGS_BASE"] == "/etc/dgx-spark/tiktoken"
     assert [f["dest"] for f in container["fetch"]] == [
         "/home/spark/.dgx-spark/tiktoken/cl100k_base.tiktoken", "/home/spark/.dgx-spark/tiktoken/o200k_base.tiktoken"]
-    assert {"path": "/home/spark/.dgx-spark/tiktoken", "owner": "root", "mode": "0755"} in container["dirs"]
+    assert {"path": "/home/spark/.dgx-spark/tiktoken", "owner": "root", "mode": "0755",
+            "record": {"kind": "tree"}} in container["dirs"]
     # Other models need none.
     plans, dummy = one(prof="single_spark_draft_target")
     assert plans["spark-a"]["container"]["fetch"] == []

@@ -33,7 +33,8 @@ def test_the_tutorials_eagle3_through_triton():
     assert docker["name"] == "triton-specdec"
     assert docker["image"] == "nvcr.io/nvidia/tritonserver:26.07-trtllm-python-py3"
     assert "/home/spark/.dgx-spark/llmapi_repo:/opt/tritonserver/llmapi_repo" in docker["volumes"]
-    assert {"path": "/home/spark/.dgx-spark/llmapi_repo", "owner": "root", "mode": "0755"} in plan["container"]["dirs"]
+    assert {"path": "/home/spark/.dgx-spark/llmapi_repo", "owner": "root", "mode": "0755",
+            "record": {"kind": "tree"}} in plan["container"]["dirs"]
     serve = plan["serve"]
     content = serve["options_file"]["content"]
     assert serve["options_file"]["path"] == "/home/spark/.dgx-spark/llmapi_repo/tensorrt_llm/1/model.yaml"

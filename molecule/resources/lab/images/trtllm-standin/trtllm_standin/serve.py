@@ -13,7 +13,9 @@ import binascii
 import copy
 import hashlib
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -241,6 +243,18 @@ def check_harmony_encodings():
     trtllm_log("I", "harmony encodings from %s" % base)
 
 
+def _spawn_mpi_workers():
+    """One Spark, no mpirun: the real server spawns its executor worker through MPI (the LLM API's MpiPoolSession),
+    which starts Open MPI's runtime in the container, with its listeners. The stand-in starts the same runtime (the
+    image's Open MPI, so its listeners follow the same MCA settings), with a worker that only waits."""
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        return None
+    argv = [mpirun, "--allow-run-as-root", "-n", "1", "sleep", "infinity"]
+    trtllm_log("I", "Spawning the executor worker through MPI (%s)" % " ".join(argv[:4]))
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def run(argv):
     version = trtllm_version()
     args = list(argv)
@@ -324,6 +338,7 @@ def run(argv):
         return 1
 
     stop = threading.Event()
+    workers = _spawn_mpi_workers() if world == 1 else None
 
     def on_signal(signum, _frame):
         stop.set()
@@ -344,6 +359,8 @@ def run(argv):
         log("INFO:     Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (host, params["port"]))
         log("INFO:     Application startup complete.")
     stop.wait()
+    if workers is not None and workers.poll() is None:
+        workers.terminate()
     log("INFO:     Shutting down")
     server.shutdown()
     server.server_close()
