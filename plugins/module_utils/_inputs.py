@@ -484,7 +484,12 @@ INPUTS = (
        applied="role", nullable=True, fmt="path"),
     # -- playbooks ---------------------------------------------------------------------------------------------------
     _I("specdec_teardown_remove_models", "bool", "playbooks/teardown.yml also removes the models the collection "
-       "downloaded.", scope=NODE, applied="playbook", default=False),
+       "downloaded (what the node's record lists as its downloads; never a model it did not download).", scope=NODE,
+       applied="playbook", default=False),
+    _I("specdec_lock_max_age", "int", "Seconds after which a run's lock on a node is taken over although its run may "
+       "still be going (the longest run: downloads of up to two hours, then the load); a lock whose ansible-playbook "
+       "is gone on the same controller is taken over at once.", scope=NODE, applied="playbook", default=21600,
+       minimum=60),
     _I("specdec_tune_candidates", "list", "max_draft_len values the tuner considers.", applied="playbook",
        default=[1, 2, 3, 4, 8]),
     _I("specdec_tune_mode", "str", "tune (predict, then confirm the best) or sweep (measure every candidate).",

@@ -34,6 +34,7 @@ def problems(dirs, home):
     """``dirs``: [(variable, path)] of one node; ``home``: the login user's home -> [(variable, path, accepted)]."""
     out = []
     accepted = ACCEPTED % ", ".join(SYSTEM_TREES[:4] + ("...",))
+    fine = []
     for variable, path in dirs:
         norm = normalize(path)
         if not norm or not norm.startswith("/"):
@@ -42,9 +43,11 @@ def problems(dirs, home):
             out.append((variable, path, accepted + "; %s is the system's" % norm))
         elif home and norm == normalize(home):
             out.append((variable, path, accepted + "; %s is the login user's home" % norm))
-    seen = [(v, normalize(p)) for v, p in dirs if p]
-    for i, (variable, norm) in enumerate(seen):
-        for other, other_norm in seen[:i]:
+        else:
+            fine.append((variable, norm))
+    # One inside another: the teardown and the mounts could not tell them apart.
+    for i, (variable, norm) in enumerate(fine):
+        for other, other_norm in fine[:i]:
             if inside(norm, other_norm) or inside(other_norm, norm):
                 out.append((variable, norm, accepted + "; it overlaps %s (%s)" % (other, other_norm)))
     return out

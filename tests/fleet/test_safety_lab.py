@@ -24,8 +24,11 @@ ROTATED = "hf_MoleculeSecret5678"
 SINGLE, HEAD, WORKER = "single1-a", "pair1-a", "pair1-b"
 SERVER = "trtllm-%s%s" % (PREFIX, SINGLE)
 FILES = PREFIX + "spark-lab-files"
+# Each lab node's directories live under its own host directory (the sibling containers mount the same paths).
+ROOT = "/var/lib/spark-lab/" + PREFIX + "%s"
+HOME = ROOT + "/home/spark"
 # The single Spark's models in a shared directory that was there before the collection (root's, 0750).
-MODELS = "/srv/spark-models"
+MODELS = ROOT % SINGLE + "/shared-models"
 LIVENESS = 20
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/var/run/docker.sock"), reason="needs the Docker engine")
@@ -84,9 +87,10 @@ def fixture_inventory():
 def fixture_serving(inventory):
     """The single Spark and the pair served, with the user's own files in place first."""
     # The user's: a shared models directory (root's, 0750) with their notes, and a model of their own in the cache.
-    on(SINGLE, "install -d -m 0750 %s && echo mine > %s/notes.txt && "
-               "mkdir -p /home/spark/.cache/huggingface/hub/models--me--mine && "
-               "echo weights > /home/spark/.cache/huggingface/hub/models--me--mine/w.bin" % (MODELS, MODELS))
+    on(SINGLE, "install -d -m 0750 {models} && echo mine > {models}/notes.txt && "
+               "mkdir -p {home}/.cache/huggingface/hub/models--me--mine && "
+               "echo weights > {home}/.cache/huggingface/hub/models--me--mine/w.bin".format(models=MODELS,
+                                                                                             home=HOME % SINGLE))
     proc, changed = run(inventory)
     assert proc.returncode == 0, proc.stdout[-4000:]
     return inventory
@@ -126,12 +130,15 @@ def flat(text):
 # -- mistakes named before anything changes --------------------------------------------------------------------
 
 @pytest.mark.parametrize("variables,expected", [
-    ({"trtllm_container_models_dir": "/"}, 'trtllm_container_models_dir on single1-a (cluster single1): "/" is not '
-                                           "a directory of its own, not a system directory"),
-    ({"trtllm_container_config_dir": "/etc"}, 'trtllm_container_config_dir on single1-a (cluster single1): "/etc" '
-                                              "is not a directory of its own"),
-    ({"trtllm_container_models_dir": "/home/spark"}, "/home/spark is the login user's home"),
-    ({"trtllm_container_hf_cache_dir": "/home/spark/models/hf"}, "it overlaps trtllm_container_models_dir"),
+    ({"trtllm_container_models_dir": "/"}, 'trtllm_container_models_dir on single1-a: "/" is not a directory of its '
+                                           "own, not a system directory (/etc, /usr, /bin, /sbin, ...), not the home "
+                                           "directory, and not inside another directory the collection manages; / is "
+                                           "the system's"),
+    ({"trtllm_container_config_dir": "/etc"}, 'trtllm_container_config_dir on single1-a: "/etc" is not a directory '
+                                              "of its own"),
+    ({"trtllm_container_models_dir": HOME % SINGLE}, "%s is the login user's home" % HOME % SINGLE),
+    ({"trtllm_container_hf_cache_dir": HOME % SINGLE + "/models/hf"},
+     "it overlaps trtllm_container_hf_cache_dir (%s/models/hf)" % HOME % SINGLE),
     ({"specdec_serve_extra_args": ["--port", "9000"]}, "specdec_serve_extra_args on single1: --port is set by the "
                                                       "plan (set specdec_serve_port instead)"),
     ({"specdec_serve_options": {"tensor_parallel_size": 2}}, "tensor_parallel_size: 2 would override the plan's 1"),
@@ -279,7 +286,7 @@ def test_rotating_the_token_restarts_nothing_and_shows_nothing(serving):
     assert proc.returncode == 0 and changed[HEAD] > 0, proc.stdout[-3000:]
     assert [started(c) for c in containers] == before
     for host in (HEAD, WORKER):
-        assert on(host, "cat /home/spark/.dgx-spark/hf_token") == ROTATED
+        assert on(host, "cat %s/.dgx-spark/hf_token" % HOME % host) == ROTATED
     assert ROTATED not in proc.stdout and GOOD not in proc.stdout
     # Only the secret is hidden: no masked paths, owners or modes.
     assert "********" not in proc.stdout and "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" not in proc.stdout
@@ -305,14 +312,14 @@ def test_the_teardown_removes_what_the_collection_created_and_keeps_the_users_fi
                         variables=single_vars())
     assert proc.returncode == 0, proc.stdout[-3000:]
     # The user's files and the directory that was there before stay; what the collection downloaded goes.
-    assert on(SINGLE, "cat %s/notes.txt /home/spark/.cache/huggingface/hub/models--me--mine/w.bin" % MODELS) == \
-        "mine\nweights\n"
+    assert on(SINGLE, "cat %s/notes.txt %s/.cache/huggingface/hub/models--me--mine/w.bin" % (MODELS, HOME % SINGLE)) \
+        == "mine\nweights\n"
     assert on(SINGLE, "stat -c '%U %a' " + MODELS).split() == ["root", "750"]
     assert on(SINGLE, "ls %s" % MODELS).split() == ["notes.txt"]
-    assert on(SINGLE, "ls /home/spark/.cache/huggingface/hub").split() == ["models--me--mine"]
+    assert on(SINGLE, "ls %s/.cache/huggingface/hub" % HOME % SINGLE).split() == ["models--me--mine"]
     # The token file, the keys, the collection's files and its firewall rules go.
     for host in (SINGLE, HEAD, WORKER):
-        assert on(host, "ls -A /home/spark/.dgx-spark 2>/dev/null || true").strip() == ""
+        assert on(host, "ls -A %s/.dgx-spark 2>/dev/null || true" % HOME % host).strip() == ""
         assert "DGX" not in on(host, "iptables -S; ip6tables -S")
     assert docker("ps", "-aq", "--filter", "label=dgx-spark.specdec/role").stdout.strip() == ""
     assert "holds 1 entry the collection did not create (e.g. models--me--mine)" in flat(proc.stdout)

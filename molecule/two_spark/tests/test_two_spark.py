@@ -1,5 +1,6 @@
 """Verify the two-Spark EAGLE-3 converge in the lab (testinfra, nodes spark-a and spark-b)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -106,7 +107,10 @@ def test_container_environment_and_mounts(host, node):
         assert cmd[cmd.index("--") + 1] == "mpirun"
     else:
         assert cmd[cmd.index("--sshd") + 1] == "/etc/dgx-spark/ssh/sshd_config" and "--" not in cmd
-    assert cmd[cmd.index("--firewall") + 1:cmd.index("--firewall") + 3] == ["50100:50132", "enp1s0f1np1,enP2p1s0f1np1"]
+    # Open MPI's pinned ports: the entrypoint applies the spec (only lo and the QSFP netdevs) before sshd starts.
+    assert cmd[cmd.index("--firewall") + 1] == "/etc/dgx-spark/firewall.json"
+    spec = json.loads(vh.in_container(host, node, "cat /etc/dgx-spark/firewall.json").stdout)
+    assert spec["mpi"] == {"ports": "50100:50132", "interfaces": ["enp1s0f1np1", "enP2p1s0f1np1"]}
     assert c["HostConfig"]["CapAdd"] == ["NET_ADMIN"]
     assert c["HostConfig"]["RestartPolicy"]["Name"] == "unless-stopped"
     assert c["State"]["Running"]

@@ -418,3 +418,43 @@ def test_check_mode_predicts_a_file_in_a_directory_an_earlier_task_creates(capsy
     rc, result = run_module(capsys, {"files": [{"path": str(target), "content": "x\n"}], "_ansible_check_mode": True})
     assert rc == 0 and result["changed"] and result["changed_paths"] == [str(target)]
     assert not target.parent.exists()
+
+
+# -- the record of what the collection created ------------------------------------------------------------------
+
+def test_what_it_creates_is_recorded_and_an_existing_directory_keeps_its_owner_and_mode(capsys, tmp_path):
+    record = tmp_path / "state" / "created.json"
+    mine = tmp_path / "shared"
+    mine.mkdir(mode=0o750)
+    os.chmod(mine, 0o750)
+    result = ok(capsys, {"record": str(record),
+                         "directories": [d(mine, "0755"), d(tmp_path / "new"), d(tmp_path / "new" / "deeper"),
+                                         dict(d(tmp_path / "dl"), record={"kind": "download", "repo": "org/m"})],
+                         "files": [f(tmp_path / "new" / "a.conf", "x\n"), dict(f(mine / "marker", "m\n"), kind="none")],
+                         "secret_files": [f(tmp_path / "new" / "token", "hf_secret")]})
+    # The user's directory: left as it was, and said so.
+    assert mode_of(mine) == 0o750 and result["kept"] == [str(mine)]
+    paths = json.loads(record.read_text())["paths"]
+    assert paths == {str(tmp_path / "new"): {"kind": "directory"}, str(tmp_path / "new" / "deeper"): {"kind": "directory"},
+                     str(tmp_path / "dl"): {"kind": "download", "repo": "org/m"},
+                     str(tmp_path / "new" / "a.conf"): {"kind": "file"}, str(tmp_path / "new" / "token"): {"kind": "token"}}
+    assert mode_of(record) == 0o600 and sorted(result["recorded"]) == sorted(paths)
+    # Run again: nothing new to record; a recorded directory gets its mode back.
+    os.chmod(tmp_path / "new" / "deeper", 0o700)
+    result = ok(capsys, {"record": str(record), "directories": [d(tmp_path / "new" / "deeper")]})
+    assert result["recorded"] == [] and mode_of(tmp_path / "new" / "deeper") == 0o755
+
+
+def test_only_the_secrets_content_is_hidden_and_expect_compares_contents(capsys, tmp_path):
+    marker = tmp_path / "marker"
+    marker.write_text("org/m\nrevision: v1\n")
+    result = ok(capsys, {"secret_files": [f(tmp_path / "token", "hf_OnlyThisIsSecret")],
+                         "expect": [{"path": str(marker), "content": "org/m\nrevision: v1\n", "mode": "0644"},
+                                    {"path": str(tmp_path / "none"), "content": "org/m\n"}]})
+    text = json.dumps(result)
+    assert "hf_OnlyThisIsSecret" not in text
+    # The path, owner and mode are not masked anywhere in the output.
+    assert str(tmp_path / "token") in result["changed_paths"] and "********" not in text
+    assert result["matches"] == {str(marker): True, str(tmp_path / "none"): False}
+    result = ok(capsys, {"expect": [{"path": str(marker), "content": "org/m\n"}]})
+    assert result["matches"] == {str(marker): False}
