@@ -300,7 +300,7 @@ INPUTS = (
        profile="allowed_clients", default=[]),
     _I("specdec_serve_liveness_timeout", "int", "Once the server answered its health check, seconds without an "
        "answer (a hang, a stopped process) after which the container ends it and Docker starts it again (checked "
-       "every 10 s, so the restart begins within this many seconds plus 10); 0: never.", default=120, minimum=0,
+       "every 10 s with a 5 s timeout, so the restart begins within this many seconds plus 15); 0: never.", default=120, minimum=0,
        maximum=3600),
     _I("specdec_serve_memory_check", "str", "What a model that cannot fit in memory does, in the pre-flight and "
        "right before the server starts.", scope=NODE, default="fail", choices=("fail", "warn", "skip")),

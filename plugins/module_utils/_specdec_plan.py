@@ -583,8 +583,8 @@ def _options(plan, s):
                     return None
                 options = trt.merge(dict(trt.METRICS_OPTIONS), options)
             conflicts = trt.flag_conflicts(s.version, s.flags, options)
-            overrides = trt.planned_overrides(s.extra_args, s.options, {"tensor_parallel_size": s.tp_size or 1,
-                                                                       "pipeline_parallel_size": s.pp_size or 1})
+            planned = {"tensor_parallel_size": s.tp_size or 1, "pipeline_parallel_size": s.pp_size or 1}
+            overrides = trt.planned_overrides(s.extra_args, s.options, planned)
             plan.errors.extend("%s on %s: %s" % (field, plan.where, message) for field, message in overrides)
             if conflicts or overrides:
                 plan.errors.extend("specdec_serve_options on %s: %s" % (plan.where, c) for c in conflicts)

@@ -271,7 +271,7 @@ def main():
                            files=dict(type="list", elements="dict", default=[]),
                            # Only the contents are secret: the paths, owners and modes show (and are not masked
                            # wherever else they appear in the output).
-                           secret_files=dict(type="list", elements="dict", default=[], options=dict(
+                           secret_files=dict(type="list", elements="dict", default=[], no_log=False, options=dict(
                                path=dict(type="path", required=True), content=dict(type="str", required=True, no_log=True),
                                mode=dict(type="raw"), owner=dict(type="str"), group=dict(type="str"),
                                kind=dict(type="str"))),

@@ -227,7 +227,7 @@ notes:
   - >-
     C(specdec_serve_liveness_timeout) (int, cluster scope, default 120) - Once the server answered its health check,
     seconds without an answer (a hang, a stopped process) after which the container ends it and Docker starts it
-    again (checked every 10 s, so the restart begins within this many seconds plus 10); 0: never.
+    again (checked every 10 s with a 5 s timeout, so the restart begins within this many seconds plus 15); 0: never.
   - >-
     C(specdec_serve_memory_check) (str, node scope, default fail) - What a model that cannot fit in memory does, in
     the pre-flight and right before the server starts.

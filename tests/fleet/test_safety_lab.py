@@ -87,12 +87,14 @@ def fixture_inventory():
 def fixture_serving(inventory):
     """The single Spark and the pair served, with the user's own files in place first."""
     # The user's: a shared models directory (root's, 0750) with their notes, and a model of their own in the cache.
-    on(SINGLE, "install -d -m 0750 {models} && echo mine > {models}/notes.txt && "
-               "mkdir -p {home}/.cache/huggingface/hub/models--me--mine && "
-               "echo weights > {home}/.cache/huggingface/hub/models--me--mine/w.bin".format(models=MODELS,
-                                                                                             home=HOME % SINGLE))
-    proc, changed = run(inventory)
-    assert proc.returncode == 0, proc.stdout[-4000:]
+    script = ("install -d -m 0750 {models} && echo mine > {models}/notes.txt && "
+              "mkdir -p {home}/.cache/huggingface/hub/models--me--mine && "
+              "echo weights > {home}/.cache/huggingface/hub/models--me--mine/w.bin")
+    on(SINGLE, script.format(models=MODELS, home=HOME % SINGLE))
+    # Extra variables reach every host: the single Spark's and the pair's runs are apart.
+    for limit, variables in (("single1", None), ("pair1", {})):
+        proc, changed = run(inventory, variables=variables, limit=limit)
+        assert proc.returncode == 0, proc.stdout[-4000:]
     return inventory
 
 
@@ -139,8 +141,8 @@ def flat(text):
     ({"trtllm_container_models_dir": HOME % SINGLE}, "%s is the login user's home" % HOME % SINGLE),
     ({"trtllm_container_hf_cache_dir": HOME % SINGLE + "/models/hf"},
      "it overlaps trtllm_container_hf_cache_dir (%s/models/hf)" % HOME % SINGLE),
-    ({"specdec_serve_extra_args": ["--port", "9000"]}, "specdec_serve_extra_args on single1: --port is set by the "
-                                                      "plan (set specdec_serve_port instead)"),
+    ({"specdec_serve_extra_args": ["--port", "9000"]},
+     "specdec_serve_extra_args on single1: --port is set by the plan (set specdec_serve_port instead)"),
     ({"specdec_serve_options": {"tensor_parallel_size": 2}}, "tensor_parallel_size: 2 would override the plan's 1"),
 ], ids=["root", "etc", "home", "overlap", "extra-port", "options-tp"])
 def test_a_mistake_is_named_before_anything_changes(inventory, variables, expected):
@@ -163,8 +165,10 @@ def test_the_netplan_file_must_be_in_etc_netplan(inventory):
 
 def test_a_directory_that_was_there_keeps_its_owner_and_mode(serving):
     assert on(SINGLE, "stat -c '%U %a' " + MODELS).split() == ["root", "750"]
-    proc, changed = run(serving)
-    assert proc.returncode == 0 and changed == {"localhost": 0, HEAD: 0, WORKER: 0, SINGLE: 0}, proc.stdout[-3000:]
+    proc, changed = run(serving, limit="single1")
+    assert proc.returncode == 0 and changed == {SINGLE: 0}, proc.stdout[-3000:]
+    proc, changed = run(serving, variables={}, limit="pair1")
+    assert proc.returncode == 0 and changed == {HEAD: 0, WORKER: 0}, proc.stdout[-3000:]
 
 
 def test_the_allow_list_holds_after_a_flush_and_a_restart_without_ansible(serving):
@@ -260,7 +264,7 @@ def test_a_profile_switch_leaves_one_server_after_a_restart(serving):
 
 def test_two_runs_at_once_the_second_stops_at_once_naming_the_first(serving):
     first = run(serving, variables=single_vars(specdec_serve_max_draft_len=2), limit="single1", wait=False)
-    time.sleep(4)
+    time.sleep(6)
     began = time.time()
     proc, changed = run(serving, limit="single1")
     assert proc.returncode != 0 and changed.get(SINGLE, 0) == 0
@@ -308,9 +312,12 @@ def test_a_lost_heads_ranks_are_ended_before_the_next_start(serving):
 # -- the teardown --------------------------------------------------------------------------------------------------
 
 def test_the_teardown_removes_what_the_collection_created_and_keeps_the_users_files(serving):
-    proc, changed = run(serving, "-e", "specdec_teardown_remove_models=true", playbook="teardown.yml",
-                        variables=single_vars())
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    for limit, variables in (("single1", single_vars()), ("pair1", {})):
+        proc, changed = run(serving, "-e", "specdec_teardown_remove_models=true", playbook="teardown.yml",
+                            variables=variables, limit=limit)
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        if limit == "single1":
+            kept = flat(proc.stdout)
     # The user's files and the directory that was there before stay; what the collection downloaded goes.
     assert on(SINGLE, "cat %s/notes.txt %s/.cache/huggingface/hub/models--me--mine/w.bin" % (MODELS, HOME % SINGLE)) \
         == "mine\nweights\n"
@@ -322,4 +329,4 @@ def test_the_teardown_removes_what_the_collection_created_and_keeps_the_users_fi
         assert on(host, "ls -A %s/.dgx-spark 2>/dev/null || true" % HOME % host).strip() == ""
         assert "DGX" not in on(host, "iptables -S; ip6tables -S")
     assert docker("ps", "-aq", "--filter", "label=dgx-spark.specdec/role").stdout.strip() == ""
-    assert "holds 1 entry the collection did not create (e.g. models--me--mine)" in flat(proc.stdout)
+    assert "holds 1 entry the collection did not create (e.g. models--me--mine)" in kept

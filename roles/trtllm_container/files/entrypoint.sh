@@ -37,7 +37,8 @@ set -euo pipefail
 
 install_missing=0 sshd_config="" fw_spec="" daemon="" rank=0 clean=0 health="" liveness=0 approval=""
 peers=() expects=() exists=()
-RANKS_DIR=/run/dgx-spark-ranks
+RANKS_DIR=${DGX_SPARK_RANKS_DIR:-/run/dgx-spark-ranks}
+HEALTH_EVERY=${DGX_SPARK_HEALTH_EVERY:-10}  # seconds between health checks (tests shorten it)
 while [ $# -gt 0 ]; do
   case "$1" in
     --rank) rank=1; shift ;;
@@ -98,7 +99,7 @@ if [ "$rank" = 1 ]; then
   if [ -z "${NCCL_IB_GID_INDEX:-}" ] && index=$(gid_index); then
     export NCCL_IB_GID_INDEX=$index
   fi
-  mkdir -p "$RANKS_DIR" && : >"$RANKS_DIR/$$"  # exec keeps this process ID
+  { mkdir -p "$RANKS_DIR" && : >"$RANKS_DIR/$$"; } 2>/dev/null || true  # exec keeps this process ID
   exec "$@"
 fi
 
@@ -225,7 +226,7 @@ if [ -n "$daemon" ]; then
   server=""
   for _ in $(seq 1 30); do pgrep -x "$daemon" >/dev/null && break; sleep 1; done
 fi
-ready=0 silent=0 tick=0
+ready=0 last_ok=0 next_check=0
 while true; do
   sleep 2 &
   wait $! || true
@@ -243,20 +244,18 @@ while true; do
     log "the firewall watcher stopped: ending the server (fail closed)" >&2
     stop
   fi
-  tick=$((tick + 2))
-  if [ -z "$health" ] || [ "$liveness" -le 0 ] || [ $((tick % 10)) -ne 0 ]; then
+  if [ -z "$health" ] || [ "$liveness" -le 0 ] || [ "$SECONDS" -lt "$next_check" ]; then
     continue
   fi
+  next_check=$((SECONDS + HEALTH_EVERY))
   if answers; then
     [ "$ready" = 1 ] || log "ready: $health answers; restarted when it stops answering for ${liveness} s"
-    ready=1 silent=0
-  elif [ "$ready" = 1 ]; then
-    silent=$((silent + 10))
-    if [ "$silent" -ge "$liveness" ]; then
-      log "$health has not answered for ${silent} s after the server was ready: restarting it" >&2
-      if [ -n "$daemon" ]; then pkill -KILL -x "$daemon" || true; fi
-      if [ -n "$server" ]; then pkill -KILL -P "$server" 2>/dev/null || true; kill -KILL "$server" 2>/dev/null || true; fi
-      exit 1
-    fi
+    ready=1 last_ok=$SECONDS
+  elif [ "$ready" = 1 ] && [ $((SECONDS - last_ok)) -ge "$liveness" ]; then
+    # Silent since the last answer (wall clock): a hang or a stopped process. Docker starts the container again.
+    log "$health has not answered for $((SECONDS - last_ok)) s after the server was ready: restarting it" >&2
+    if [ -n "$daemon" ]; then pkill -KILL -x "$daemon" || true; fi
+    if [ -n "$server" ]; then pkill -KILL -P "$server" 2>/dev/null || true; kill -KILL "$server" 2>/dev/null || true; fi
+    exit 1
   fi
 done

@@ -126,7 +126,7 @@ def test_the_cleanup_module_removes_and_reports(tmp_path, capsys):
     assert result["changed"] and (config / "hf_token").exists()
     result = run(False)
     assert result["removed"] == [{"path": str(config / "hf_token"), "kind": "token"}]
-    assert result["kept"] == [{"path": str(config), "why": "holds 1 entry the collection did not create (e.g. "
-                                                            "users.txt)"}]
+    why = "holds 1 entry the collection did not create (e.g. users.txt)"
+    assert result["kept"] == [{"path": str(config), "why": why}]
     assert (config / "users.txt").exists() and records.load(str(record)) == {str(config): {"kind": "directory"}}
     assert run(False)["changed"] is False
