@@ -641,6 +641,7 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
     for node in per.values():  # what several of a node's parts use, computed once
         node["tiktoken"] = pre.encodings_spec(node["config_dir"], CONFIG_MOUNT, *s.encodings) if s.encodings else None
         node["downloads"], node["waits"] = _downloads(plan, node, s)
+    plan.check()  # a draft directory holding another model
     plan.qsfp_addresses = [a for host in plan.nodes for a in per[host]["qsfp_addresses"]]
     plan.per = per
     plan.hostfile = hostfile = _hostfile(plan, per) if s.multinode else None
@@ -668,20 +669,17 @@ def plan_cluster(cluster, nodes, profile, node_vars, facts):
 def plan_teardown(cluster, nodes, node_vars, facts):
     """What teardown removes on each node -> ({host: node plan with "teardown"}, warnings).
 
-    ``teardown``: the collection's containers on the node (found by their labels; only the one named by
-    trtllm_container_name, with its helpers, when the inventory names one) and the record of what the collection
-    created there (the node's module spark_cleanup removes exactly that; the models only when asked).
+    ``teardown``: the collection's containers on the node (found by their labels: whatever profile or name started
+    them) and the record of what the collection created there (the node's module spark_cleanup removes exactly that;
+    the models only when asked).
     """
     plan = _Plan(cluster, nodes, {}, node_vars, facts)
     plans = {}
     for rank, host in enumerate(plan.nodes):
-        r = plan.node(host)
-        given = r.get("trtllm_container_name", required=False)
-        found = sorted((facts[host].get("containers") or {}).keys())
-        if given:
-            found = [n for n in found if n in [given + suffix for suffix in ("", EXPORTER_SUFFIX, FETCH_SUFFIX)]]
         plans[host] = dict(_identity(plan, host, rank, len(plan.nodes) > 1), netplan=None, container=None,
-                           hostfile=None, serve=None, teardown={"containers": found, "record": records.RECORD},
+                           hostfile=None, serve=None,
+                           teardown={"containers": sorted((facts[host].get("containers") or {}).keys()),
+                                     "record": records.RECORD},
                            changes=[], apply=False)
     plan.check()
     return plans, plan.warnings
@@ -1587,11 +1585,11 @@ def _downloads(plan, node, s):
         if _is_path(s.draft_model):
             waits.append(s.draft_model)
         else:
-            relative = posixpath.normpath(s.draft_dir)[len(MODELS_MOUNT) + 1:]
+            relative = posixpath.normpath(s.draft_dir)[len(MODELS_MOUNT) + 1:].rstrip("/")
             downloads.append({"repo": s.draft_model, "local_dir": s.draft_dir, "revision": s.revisions["draft"],
                               "field": "specdec_serve_draft_model",
-                              "host_dir": "%s/%s" % (node["models_dir"], relative.rstrip("/")),
-                              "dir": "%s/%s" % (node["models_dir"], relative.rstrip("/")),
+                              "host_dir": "%s/%s" % (node["models_dir"], relative),
+                              "dir": "%s/%s" % (node["models_dir"], relative),
                               "marker": "%s/%s/%s" % (node["models_dir"], relative, MARKER)})
             waits.append("%s/%s/%s" % (MODELS_MOUNT, relative, MARKER))
     for item in downloads:

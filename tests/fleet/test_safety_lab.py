@@ -11,6 +11,7 @@ the teardown next to the user's own files. Needs Docker and the lab images; `mak
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -142,7 +143,8 @@ def flat(text):
     ({"trtllm_container_hf_cache_dir": HOME % SINGLE + "/models/hf"},
      "it overlaps trtllm_container_hf_cache_dir (%s/models/hf)" % HOME % SINGLE),
     ({"specdec_serve_extra_args": ["--port", "9000"]},
-     "specdec_serve_extra_args on single1: --port is set by the plan (set specdec_serve_port instead)"),
+     "specdec_serve_extra_args on single1-a (cluster single1): --port is set by the plan (set specdec_serve_port "
+     "instead)"),
     ({"specdec_serve_options": {"tensor_parallel_size": 2}}, "tensor_parallel_size: 2 would override the plan's 1"),
 ], ids=["root", "etc", "home", "overlap", "extra-port", "options-tp"])
 def test_a_mistake_is_named_before_anything_changes(inventory, variables, expected):
@@ -157,8 +159,8 @@ def test_a_mistake_is_named_before_anything_changes(inventory, variables, expect
 def test_the_netplan_file_must_be_in_etc_netplan(inventory):
     proc, changed = run(inventory, "-e", "netplan_qsfp_file=/etc/ssh/sshd_config", variables={}, limit="pair1")
     assert proc.returncode != 0 and changed[HEAD] == 0
-    assert ('netplan_qsfp_file on pair1: "/etc/ssh/sshd_config" is not a file directly in /etc/netplan/ ending in '
-            ".yaml" in flat(proc.stdout)), proc.stdout[-3000:]
+    assert ('netplan_qsfp_file on pair1-a (cluster pair1): "/etc/ssh/sshd_config" is not a file directly in '
+            "/etc/netplan/ ending in .yaml" in flat(proc.stdout)), proc.stdout[-3000:]
 
 
 # -- served: the directories, the allow-list ---------------------------------------------------------------------
@@ -197,7 +199,13 @@ def test_the_allow_list_holds_after_a_flush_and_a_restart_without_ansible(servin
 
 def test_a_hung_server_is_restarted_without_ansible(serving):
     before = started(SERVER)
-    on(SINGLE, "docker top %s -eo pid,args | awk '/trtllm-serve/ && !/awk/ {print $1}' | xargs -r kill -STOP" % SERVER)
+    # SIGSTOP, from the host (where `docker top` shows the processes' IDs): alive, but it answers nothing.
+    top = docker("top", SERVER, "-eo", "pid,args").stdout.splitlines()[1:]
+    # The server's own process (its program is trtllm-serve), not tini's or the entrypoint's command lines.
+    pids = [int(line.split()[0]) for line in top if any(w.endswith("/trtllm-serve") for w in line.split()[1:3])]
+    assert pids, top
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
     time.sleep(3)
     assert get_from_files("http://%s:8000/health" % node_address(SINGLE)).startswith(("URLError", "TimeoutError"))
     deadline = time.time() + LIVENESS + 60
@@ -213,10 +221,32 @@ def test_a_hung_server_is_restarted_without_ansible(serving):
     assert get_from_files("http://%s:8000/health" % node_address(SINGLE)) == "200"
 
 
+def test_only_the_endpoint_answers_on_the_management_network(serving):
+    """One Spark's server starts Open MPI's runtime (its executor worker): Open MPI 4.1 listens on the wildcard, on
+    the pinned port, which only loopback reaches."""
+    listening = on(SINGLE, "ss -Hltn")
+    assert "0.0.0.0:50100" in listening, listening
+    assert "DGX_SPARK_MPI" in on(SINGLE, "iptables -S INPUT")
+    probe = "import socket; socket.create_connection(('%s', 50100), timeout=3); print('open')"
+    assert on(SINGLE, "python3 -c \"%s\"" % probe % "127.0.0.1").strip() == "open"
+    refused = docker("exec", FILES, "python3", "-c", probe % node_address(SINGLE), check=False)
+    assert refused.returncode != 0 and "timed out" in refused.stderr, refused.stdout + refused.stderr
+
+
+def test_check_mode_changes_nothing(serving):
+    before = started(SERVER), on(SINGLE, "cat %s/gpt-oss-120b-Eagle3/.dgx-spark-complete" % MODELS)
+    proc, changed = run(serving, "--check", variables=single_vars(specdec_serve_draft_revision="b" * 40,
+                                                                  specdec_serve_max_draft_len=2), limit="single1")
+    assert proc.returncode == 0 and changed[SINGLE] > 0, proc.stdout[-3000:]
+    assert (started(SERVER), on(SINGLE, "cat %s/gpt-oss-120b-Eagle3/.dgx-spark-complete" % MODELS)) \
+        == before
+    assert on(SINGLE, "test -e /run/lock/dgx-spark-specdec.lock && echo held || echo free").strip() == "free"
+
+
 # -- what is served is what was asked -----------------------------------------------------------------------------
 
 def test_a_new_draft_revision_is_downloaded_again_while_the_server_serves(serving):
-    marker = MODELS + "/gpt-oss-120b-Eagle3-long-context/.dgx-spark-complete"
+    marker = MODELS + "/gpt-oss-120b-Eagle3/.dgx-spark-complete"
     assert on(SINGLE, "cat " + marker) == "nvidia/gpt-oss-120b-Eagle3-long-context\n"
     revision = "a" * 40
     proc, changed = run(serving, variables=single_vars(specdec_serve_draft_revision=revision), limit="single1")
@@ -252,13 +282,13 @@ def test_a_profile_switch_leaves_one_server_after_a_restart(serving):
     other = "trtllm-%sother" % PREFIX
     proc, changed = run(serving, variables=single_vars(trtllm_container_name=other), limit="single1")
     assert proc.returncode == 0, proc.stdout[-3000:]
-    mine = docker("ps", "-a", "--format", "{{.Names}}", "--filter", "label=dgx-spark.specdec/node=" + PREFIX + SINGLE)
-    assert SERVER not in mine.stdout.split() and other in mine.stdout.split()
+    mine = docker("ps", "-a", "--format", "{{.Names}}", "--filter", "name=trtllm-" + PREFIX).stdout.split()
+    assert SERVER not in mine and other in mine
     # A reboot: Docker starts what it has; only the current server is there to start.
     docker("restart", other)
     proc, changed = run(serving, limit="single1")
     assert proc.returncode == 0, proc.stdout[-3000:]
-    names = docker("ps", "-a", "--format", "{{.Names}}", "--filter", "label=dgx-spark.specdec/role").stdout.split()
+    names = docker("ps", "-a", "--format", "{{.Names}}", "--filter", "name=trtllm-" + PREFIX).stdout.split()
     assert other not in names and SERVER in names
 
 
@@ -293,7 +323,8 @@ def test_rotating_the_token_restarts_nothing_and_shows_nothing(serving):
         assert on(host, "cat %s/.dgx-spark/hf_token" % HOME % host) == ROTATED
     assert ROTATED not in proc.stdout and GOOD not in proc.stdout
     # Only the secret is hidden: no masked paths, owners or modes.
-    assert "********" not in proc.stdout and "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" not in proc.stdout
+    body = "\n".join(line for line in proc.stdout.splitlines() if not line.startswith(("TASK [", "PLAY", "RUNNING")))
+    assert "********" not in body and "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" not in body
 
 
 def test_a_lost_heads_ranks_are_ended_before_the_next_start(serving):
@@ -328,5 +359,5 @@ def test_the_teardown_removes_what_the_collection_created_and_keeps_the_users_fi
     for host in (SINGLE, HEAD, WORKER):
         assert on(host, "ls -A %s/.dgx-spark 2>/dev/null || true" % HOME % host).strip() == ""
         assert "DGX" not in on(host, "iptables -S; ip6tables -S")
-    assert docker("ps", "-aq", "--filter", "label=dgx-spark.specdec/role").stdout.strip() == ""
+    assert docker("ps", "-aq", "--filter", "name=trtllm-" + PREFIX).stdout.strip() == ""
     assert "holds 1 entry the collection did not create (e.g. models--me--mine)" in kept

@@ -2,12 +2,17 @@
 
 import json
 import os
+import sys
 
 import pytest
 
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _paths as paths
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _records as records
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _specdec_plan as plan
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _trtllm_options as trt
+
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+from spark_nodes import profile, spark  # noqa: E402  pylint: disable=wrong-import-position
 
 HOME = "/home/spark"
 
@@ -130,3 +135,22 @@ def test_the_cleanup_module_removes_and_reports(tmp_path, capsys):
     assert result["kept"] == [{"path": str(config), "why": why}]
     assert (config / "users.txt").exists() and records.load(str(record)) == {str(config): {"kind": "directory"}}
     assert run(False)["changed"] is False
+
+
+def test_a_draft_directory_that_holds_another_model_is_refused_and_a_new_revision_downloaded():
+    fact = spark("spark-a")
+    marker = "/home/spark/models/gpt-oss-120b-Eagle3/.dgx-spark-complete"
+    fact["downloads"] = {marker: "nvidia/gpt-oss-120b-Eagle3-long-context\n"}
+    plans, dummy = plan.plan_cluster("spark-a", ["spark-a"], profile("single_spark_eagle3"), {"spark-a": {}},
+                                     {"spark-a": fact})
+    draft = plans["spark-a"]["serve"]["downloads"][1]
+    assert draft["marker"] == marker and draft["current"]
+    plans, dummy = plan.plan_cluster("spark-a", ["spark-a"], profile("single_spark_eagle3"),
+                                     {"spark-a": {"specdec_serve_draft_revision": "v1.0"}}, {"spark-a": fact})
+    assert not plans["spark-a"]["serve"]["downloads"][1]["current"] and "downloads" in plans["spark-a"]["changes"]
+    with pytest.raises(plan.PlanError) as info:
+        plan.plan_cluster("spark-a", ["spark-a"], profile("single_spark_eagle3"),
+                          {"spark-a": {"specdec_serve_draft_model": "org/other-draft"}}, {"spark-a": fact})
+    assert ("specdec_serve_draft_dir on spark-a: /models/gpt-oss-120b-Eagle3/ holds "
+            "nvidia/gpt-oss-120b-Eagle3-long-context (its marker %s), and specdec_serve_draft_model is "
+            "org/other-draft" % marker) in str(info.value)
