@@ -178,7 +178,7 @@ def restore_text(planned, lines):
     """The ``iptables-restore --noflush`` input that makes ``lines`` (``iptables -S``) hold ``planned`` (from
     ``rules``), or "" when they already do. Jumps of ours that are not planned go in the same transaction."""
     lines = [line.strip() for line in lines if line.strip()]
-    dummy, content, jumps = _ours(lines)
+    chains, content, jumps = _ours(lines)
     out = []
     for chain, chain_rules in sorted(planned["chains"].items()):
         if content.get(chain) != [signature(r) for r in chain_rules]:
@@ -194,6 +194,10 @@ def restore_text(planned, lines):
     for rule, sig in reversed(list(zip(planned["jumps"], planned_sigs))):
         if sig not in have:
             out.append(" ".join(shlex.quote(a) for a in ["-I", rule["chain"], "1"] + rule_args(rule)))
+    # A chain of ours no longer planned (an allow-list emptied): gone in the same commit, after its jumps.
+    for chain in chains:
+        if chain not in planned["chains"]:
+            out += ["-F " + chain, "-X " + chain]
     return "*filter\n%s\nCOMMIT\n" % "\n".join(out) if out else ""
 
 
@@ -204,11 +208,15 @@ def changes(listing, spec, listing6=None):
     allow-list removed, an older release's DOCKER-USER rules). Returns {"remove": [argv, ...], "apply": bool}.
     """
     remove = []
+    # Where the container's watcher keeps the rules (host networking), it also removes what is no longer planned,
+    # in one transaction: a run touches only what it does not keep (an older release's DOCKER-USER rules).
+    watched = bool(spec and (spec.get("enabled") or spec.get("mpi")) and not spec.get("bridge"))
     for fam, text in (("4", listing), ("6", listing6)):
         lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+        if watched:
+            lines = [line for line in lines if not line.startswith(("-N ", "-A INPUT ", "-A %s " % CHAIN,
+                                                                    "-A %s " % MPI_CHAIN))]
         planned = rules(spec, fam) if spec and not spec.get("bridge") else {"chains": {}, "jumps": []}
-        if spec and spec.get("bridge") and spec.get("mpi"):
-            planned = rules(dict(spec, enabled=False), fam)
         chains, dummy, jumps = _ours(lines)
         planned_sigs = [signature(r) for r in planned["jumps"]]
         tool = TOOLS[fam]

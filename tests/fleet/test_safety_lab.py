@@ -197,7 +197,18 @@ def test_the_allow_list_holds_after_a_flush_and_a_restart_without_ansible(servin
     assert proc.returncode == 0 and changed[SINGLE] == 0, proc.stdout[-3000:]
 
 
+def wait_served(node, timeout=60):
+    url = "http://%s:8000/health" % node_address(node)
+    for dummy in range(timeout):
+        if get_from_files(url) == "200":
+            return
+        time.sleep(1)
+    assert get_from_files(url) == "200"
+
+
 def test_a_hung_server_is_restarted_without_ansible(serving):
+    # Ready first: a server still loading is given its time (the load of a 120B model takes minutes).
+    wait_served(SINGLE)
     before = started(SERVER)
     # SIGSTOP, from the host (where `docker top` shows the processes' IDs): alive, but it answers nothing.
     top = docker("top", SERVER, "-eo", "pid,args").stdout.splitlines()[1:]
@@ -214,11 +225,7 @@ def test_a_hung_server_is_restarted_without_ansible(serving):
     assert started(SERVER) != before, docker("logs", "--tail", "20", SERVER).stdout
     logs = docker("logs", SERVER).stdout
     assert "has not answered for" in logs and "restarting it" in logs
-    for dummy in range(30):
-        if get_from_files("http://%s:8000/health" % node_address(SINGLE)) == "200":
-            break
-        time.sleep(1)
-    assert get_from_files("http://%s:8000/health" % node_address(SINGLE)) == "200"
+    wait_served(SINGLE)
 
 
 def test_only_the_endpoint_answers_on_the_management_network(serving):

@@ -64,6 +64,12 @@ class Tables:
                 text = self._format(["-A", tokens[1]] + tokens[3:])
                 first = [i for i, x in enumerate(lines) if x.startswith("-A %s " % tokens[1])]
                 lines.insert(first[0] if first else len(lines), text)
+            elif tokens[0] == "-F":
+                lines = [x for x in lines if not x.startswith("-A %s " % tokens[1])]
+            elif tokens[0] == "-X":
+                if any(x.endswith("-j " + tokens[1]) for x in lines):
+                    return 1, "", "iptables-restore: CHAIN_DEL failed (Device or resource busy): chain " + tokens[1]
+                lines.remove("-N " + tokens[1])
             elif tokens[0] == "-D":
                 text = self._format(["-A"] + tokens[1:])
                 if text not in lines:
@@ -143,6 +149,16 @@ def test_another_port_replaces_the_old_jump_in_the_same_transaction():
     assert "-I INPUT 1 -p tcp -m multiport --dports 8001 -m comment --comment dgx-spark.specdec -j DGX-SPECDEC" in text
 
 
+def test_an_emptied_allow_list_goes_in_the_same_transaction_as_its_jump():
+    text = fw.restore_text(fw.rules(fw.plan_spec([8000], []), "4"), APPLIED.splitlines())
+    lines = text.splitlines()
+    jump = [i for i, line in enumerate(lines) if line.startswith("-D INPUT")]
+    assert jump and lines[jump[0] + 1:jump[0] + 3] == ["-F DGX-SPECDEC", "-X DGX-SPECDEC"]
+    tables = Tables(APPLIED)
+    assert fw.apply(fw.plan_spec([8000], []), run=tables) == (["iptables"], [])
+    assert not any("DGX-SPECDEC" in line for line in tables.lines["4"])
+
+
 def test_the_program_applies_keeps_and_restores_after_a_flush():
     tables = Tables()
     planned = spec(("10.0.0.5", "2001:db8::/32"), require_ipv6=True,
@@ -199,6 +215,9 @@ def test_local_subnets_from_the_route_table(tmp_path):
 def test_the_ansible_side_removes_only_what_is_no_longer_planned():
     # Planned as applied: nothing to remove (the entrypoint keeps the rest).
     assert fw.changes(APPLIED, spec()) == {"remove": [], "apply": False}
+    # A watcher keeps this namespace (Open MPI's ports): it removes a dropped list itself.
+    mpi = {"ports": "50100:50132", "interfaces": []}
+    assert fw.changes(APPLIED, fw.plan_spec([8000], [], mpi=mpi)) == {"remove": [], "apply": False}
     # The allow-list dropped: the jump, then the chain; the node's own rules and chain OTHER stay.
     removed = fw.changes(APPLIED, fw.plan_spec([8000], []))["remove"]
     assert removed == [

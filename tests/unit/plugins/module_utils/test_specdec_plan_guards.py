@@ -195,7 +195,11 @@ def test_rules_already_there_change_nothing_and_a_dropped_list_removes_them():
                         '-A DGX-SPECDEC -p tcp -m comment --comment "dgx-spark.specdec" -j REJECT --reject-with tcp-reset']
     plans, dummy = one(variables, facts=fact)
     assert plans["spark-a"]["container"]["firewall"]["changes"]["apply"] is False
+    # The list dropped: the container's watcher (still keeping Open MPI's ports) removes the chain itself.
     plans, dummy = one({"specdec_serve_host": "0.0.0.0"}, facts=fact)
+    assert plans["spark-a"]["container"]["firewall"]["changes"]["remove"] == []
+    # Nothing left for a watcher to keep: the run removes the rules.
+    plans, dummy = one({"specdec_serve_host": "0.0.0.0", "trtllm_container_mpi_firewall": False}, facts=fact)
     changes = plans["spark-a"]["container"]["firewall"]["changes"]
     assert changes["remove"][0][:4] == ["iptables", "-w", "-D", "INPUT"]
     assert changes["remove"][-2:] == [["iptables", "-w", "-F", "DGX-SPECDEC"], ["iptables", "-w", "-X", "DGX-SPECDEC"]]
