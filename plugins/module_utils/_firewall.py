@@ -294,33 +294,31 @@ def _load(path):
         return json.load(handle)
 
 
+def _once(path):
+    try:
+        return apply(_load(path))
+    except (OSError, ValueError, KeyError) as exc:
+        return [], ["cannot read %s: %s" % (path, exc)]
+
+
 def main(argv=None, out=sys.stdout):
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) < 2 or argv[0] not in ("apply", "watch"):
         out.write("usage: firewall.py apply|watch SPEC [SECONDS]\n")
         return 2
     path = argv[1]
-    if argv[0] == "apply":
-        try:
-            changed, problems = apply(_load(path))
-        except (OSError, ValueError, KeyError) as exc:
-            changed, problems = [], ["cannot read %s: %s" % (path, exc)]
-        for problem in problems:
-            out.write("[dgx-spark firewall] NOT in force: %s\n" % problem)
-        if changed:
-            out.write("[dgx-spark firewall] rules written (%s)\n" % ", ".join(changed))
-        return 1 if problems else 0
-    interval = float(argv[2]) if len(argv) > 2 else 5.0
+    watch = argv[0] == "watch"
+    interval = float(argv[2]) if watch and len(argv) > 2 else 5.0
     while True:
-        try:
-            changed, problems = apply(_load(path))
-        except (OSError, ValueError, KeyError) as exc:
-            changed, problems = [], ["cannot read %s: %s" % (path, exc)]
+        changed, problems = _once(path)
         for problem in problems:
-            out.write("[dgx-spark firewall] %s\n" % problem)
+            out.write("[dgx-spark firewall] %s%s\n" % ("" if watch else "NOT in force: ", problem))
         if changed:
-            out.write("[dgx-spark firewall] rules restored or updated (%s)\n" % ", ".join(changed))
+            out.write("[dgx-spark firewall] rules %s (%s)\n" % ("restored or updated" if watch else "written",
+                                                                 ", ".join(changed)))
         out.flush()
+        if not watch:
+            return 1 if problems else 0
         time.sleep(interval)
 
 
