@@ -314,8 +314,8 @@ def main(argv=None, out=sys.stdout):
         for problem in problems:
             out.write("[dgx-spark firewall] %s%s\n" % ("" if watch else "NOT in force: ", problem))
         if changed:
-            out.write("[dgx-spark firewall] rules %s (%s)\n" % ("restored or updated" if watch else "written",
-                                                                 ", ".join(changed)))
+            what = "restored or updated" if watch else "written"
+            out.write("[dgx-spark firewall] rules %s (%s)\n" % (what, ", ".join(changed)))
         out.flush()
         if not watch:
             return 1 if problems else 0
