@@ -376,6 +376,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _addresses as addresses
+from ansible_collections.dgx_spark.specdec.plugins.module_utils import _firewall
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _records
 from ansible_collections.dgx_spark.specdec.plugins.module_utils import _spark_net as net
 
@@ -389,7 +390,7 @@ CONTAINER_LABEL = "dgx-spark.specdec/role"
 SPEC_LABEL = "dgx-spark.specdec/spec"
 NODE_LABEL = "dgx-spark.specdec/node"
 # The collection's chains (the endpoint's allow-list, Open MPI's ports) and the comment on each of its rules.
-FIREWALL_MARKS = ("DGX-SPECDEC", "DGX_SPARK_MPI", "dgx-spark.specdec")
+FIREWALL_MARKS = (_firewall.CHAIN, _firewall.MPI_CHAIN, _firewall.COMMENT)
 
 
 CONFIG_MOUNT = "/etc/dgx-spark"

@@ -112,8 +112,8 @@ def test_nothing_but_the_endpoint_listens_on_the_management_interface(host):
     # which the firewall spec closes to everything but loopback.
     mpi = [line for line in exposed if 50100 <= int(line.split()[3].rsplit(":", 1)[1]) <= 50132]
     rules = vh.in_container(host, "spark-a", "iptables -w -S").stdout
-    assert not mpi or ("--dport 50100:50132" in rules and '-A DGX_SPARK_MPI -m comment --comment "dgx-spark.specdec" '
-                                                         "-j DROP" in rules), (mpi, rules)
+    drop = '-A DGX_SPARK_MPI -m comment --comment "dgx-spark.specdec" -j DROP'
+    assert not mpi or ("--dport 50100:50132" in rules and drop in rules), (mpi, rules)
     assert [line for line in exposed if line not in mpi] == [], exposed  # draft-target listens on localhost:8000
 
 
