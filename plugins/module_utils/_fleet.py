@@ -120,6 +120,10 @@ def summary(hosts, hostvars):
             detail = ("%s not in this run" % ", ".join(missing)) if missing else "the endpoint was not validated"
             failed += 1
         result[name] = {"state": state, "nodes": members, "detail": detail}
+        if state == "serving":
+            # What a job's artifacts give per cluster (set_stats): where it serves and the validation's figures.
+            figures = ("profile", "head", "port", "url", "tokens_per_s", "acceptance_rate")
+            result[name].update({key: info.get(key) for key in figures})
         lines.append("%s (%s): %s - %s" % (name, ", ".join(members), state.upper() if state == "failed" else state,
                                            detail))
     done = sum(1 for item in result.values() if item["state"] == "done")

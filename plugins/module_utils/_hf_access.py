@@ -83,8 +83,13 @@ def probe(request, hub=None):
         try:
             if hasattr(api, "auth_check"):
                 api.auth_check(repo["repo"], token=token)
-            api.model_info(repo["repo"], revision=repo.get("revision"), token=token,
-                           timeout=request.get("timeout") or 30)
+            # files_metadata: each file's size, for a download's progress (the sizes the hub lists).
+            extra = {"files_metadata": True} if request.get("sizes") else {}
+            info = api.model_info(repo["repo"], revision=repo.get("revision"), token=token,
+                                  timeout=request.get("timeout") or 30, **extra)
+            if extra:
+                sizes = [getattr(s, "size", None) for s in getattr(info, "siblings", None) or []]
+                entry["size"] = sum(s for s in sizes if s) if sizes and all(s is not None for s in sizes) else None
         except Exception as exc:  # pylint: disable=broad-except
             entry["status"], entry["code"], line = _classify(exc)
             entry["detail"] = clean(line)

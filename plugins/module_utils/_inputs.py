@@ -330,8 +330,9 @@ INPUTS = (
        scope=NODE, applied="role", default=True),
     _I("specdec_serve_download_timeout", "int", "Seconds allowed for the downloads.", scope=NODE, applied="role",
        default=7200, minimum=1, entry_points=("main", "fetch")),
-    _I("specdec_serve_download_poll", "int", "Seconds between progress polls of a running download.", scope=NODE,
-       applied="role", default=15, minimum=1, entry_points=("main", "fetch")),
+    _I("specdec_serve_download_poll", "int", "Seconds between the progress lines of running downloads (GiB done of "
+       "the expected size, rate, estimate).", scope=NODE, applied="role", default=15, minimum=5, maximum=30,
+       entry_points=("main", "fetch")),
     _I("specdec_serve_validate", "bool", "Validate the endpoint (entry point endpoint).", applied="role",
        default=True, entry_points=("main", "endpoint")),
     _I("specdec_serve_ready_timeout", "int", "Seconds to wait for the server's health endpoint (loading a 120B+ "
@@ -842,6 +843,8 @@ PARTS = {
         ("name", "str", None, "The container's name."),
         ("image", "str", None, "The image reference."),
         ("pull", "bool", None, "Pull the image when it is missing."),
+        ("pull_needed", "bool", None, "The image is missing and pulled (in the background, with progress lines)."),
+        ("pull_log", "str", None, "Where docker pull's output goes while it pulls (read for the progress lines)."),
         ("login_user", "str", None, "The Spark's login user."),
         ("dirs", "list", "dict", "Host directories to create - path, owner, mode."),
         ("config_dir", "str", None, "The configuration directory (mounted read-only at /etc/dgx-spark)."),
@@ -880,7 +883,7 @@ PARTS = {
         ("container", "str", None, "The server's container."),
         ("frontend", "str", None, "trtllm-serve or triton."),
         ("downloads", "list", "dict", "What hf download fetches - repo, revision, field, local_dir, host_dir, dir, "
-         "directory, argv, marker, marker_file, current."),
+         "directory, argv, marker, marker_file, current, fetch_container, watch (what its progress lines read)."),
         ("fetcher", "dict", None, "The container hf download runs in (name, image, env, network_mode, volumes, labels), "
                                   "apart from the server's."),
         ("approval", "dict", None, "The file the server waits for, written after the memory check - path, content, "
@@ -894,7 +897,7 @@ PARTS = {
         ("argv", "list", "str", "The server's command line (on the head)."),
         ("memory", "dict", None, "The dgx_spark.specdec.spark_memory parameters."),
         ("endpoint", "dict", None, "What the head validates - url, port, model, api, prompt, max_tokens, requests, "
-                                   "metrics_url, tokenizer, prometheus_url; null on a worker."),
+                                   "metrics_url, tokenizer, prometheus_url, ready (what the loading's progress lines read); null on a worker."),
         ("current", "bool", None, "The container already runs this image with exactly these settings."),
     )),
 }

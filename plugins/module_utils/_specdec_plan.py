@@ -608,8 +608,13 @@ def _options(plan, s):
 def plan_network(cluster, nodes, node_vars, facts):
     """Only the QSFP link of a cluster (netplan documents and addresses) -> ({host: node plan}, warnings)."""
     plan = _Plan(cluster, nodes, {}, node_vars, facts)
+    if len(nodes) == 1:
+        # A fleet's one-Spark cluster has no cable: nothing to do there, so a fleet's link run (AWX's workflow) goes on.
+        plan.warnings.append("cluster %s: one Spark (%s), no QSFP link to configure" % (cluster, nodes[0]))
+        return {nodes[0]: dict(_identity(plan, nodes[0], 0, True), netplan=None, container=None, hostfile=None,
+                               serve=None)}, plan.warnings
     if len(nodes) < 2:
-        plan.fail("cluster %s: the QSFP link joins two or more Sparks, found %s" % (cluster, ", ".join(nodes)))
+        plan.fail("cluster %s: the QSFP link joins two or more Sparks, found none" % cluster)
     topology = plan.top.get("specdec_topology") or "direct"
     links = _plan_links(plan, need_addresses=False, topology=topology) if not plan.errors else {}
     plan.check()
@@ -1223,11 +1228,14 @@ def _container_part(plan, s, node, entry, env):
                  "sha256": _written_sha256(_MODULE_UTILS + "/_firewall.py"), "mode": "0644"}] if firewall["active"] else []
     if exporter is not None:
         programs.append(dict(exporter["file"], source="_metrics.py", mode="0644"))
-    token_file = HF_MOUNT_HOST_TOKEN.format(node["hf_cache_dir"]) if login_token else node["config_dir"] + "/hf_token"
+    token_file = _token_file(node)
     return {
         "name": node["name"],
         "image": node["image"],
         "pull": node["pull"],
+        # Pulled only when missing, in the background, its `docker pull` output read for the progress lines.
+        "pull_needed": bool(node["pull"]) and not found.get("present"),
+        "pull_log": PULL_LOG,
         "login_user": node["login_user"],
         "dirs": dirs,
         "config_dir": node["config_dir"],
@@ -1256,6 +1264,13 @@ def _container_part(plan, s, node, entry, env):
     }
 
 
+def _token_file(node):
+    """The token file on the node: ours, or the one `huggingface-cli login` stored in the login user's cache."""
+    if node["hf_token_source"] == "login":
+        return HF_MOUNT_HOST_TOKEN.format(node["hf_cache_dir"])
+    return node["config_dir"] + "/hf_token"
+
+
 def _replaced(plan, node):
     """The collection's containers on this node that the plan does not run (found by their labels)."""
     found = plan.facts[node["host"]].get("containers") or {}
@@ -1266,6 +1281,8 @@ def _replaced(plan, node):
 EXPORTER_FILE = "metrics_exporter.py"
 EXPORTER_SUFFIX = "-metrics"
 FETCH_SUFFIX = "-fetch"
+# `docker pull`'s output while the image is pulled (tmpfs: gone at the next boot; root only).
+PULL_LOG = "/run/dgx-spark-specdec.pull.log"
 _MODULE_UTILS = posixpath.dirname(posixpath.abspath(__file__))
 _EXPORTER = posixpath.join(_MODULE_UTILS, "_metrics.py")
 
@@ -1555,6 +1572,9 @@ def _endpoint(s, container):
     endpoint = {"url": "http://%s:%d" % (host, s.port), "port": s.port, "model": s.model, "api": s.api,
                 "prompt": s.prompt,
                 "max_tokens": s.max_tokens, "requests": s.requests, "metrics_url": None, "tokenizer": None,
+                # The loading, reported until the health endpoint answers (spark_progress).
+                "ready": {"label": container, "kind": "load", "container": container,
+                          "url": _health_url(s.triton, s.bind, s.port)},
                 # The Prometheus text every reader of acceptance reads (the drained /metrics has one reader: the
                 # exporter, where there is one).
                 "prometheus_url": None if not s.metrics_source else
@@ -1592,8 +1612,17 @@ def _downloads(plan, node, s):
                               "dir": "%s/%s" % (node["models_dir"], relative),
                               "marker": "%s/%s/%s" % (node["models_dir"], relative, MARKER)})
             waits.append("%s/%s/%s" % (MODELS_MOUNT, relative, MARKER))
-    for item in downloads:
+    fetcher_network = "host" if not node["own_network"] else node["network_mode"]
+    for index, item in enumerate(downloads):
         revision = item["revision"]
+        # Each download in a container of its own, named for the wait that reports its progress.
+        item["fetch_container"] = "%s%s-%d" % (node["name"], FETCH_SUFFIX, index)
+        item["watch"] = {"label": item["repo"], "kind": "download", "dir": item["dir"],
+                         "container": item["fetch_container"],
+                         # The expected size, asked once from the release image as the pre-flight's access check asks.
+                         "probe": {"image": node["image"], "network_mode": fetcher_network, "repo": item["repo"],
+                                   "revision": revision, "token_file": _token_file(node),
+                                   "endpoint": node["env"].get("HF_ENDPOINT")}}
         item["argv"] = (["hf", "download", item["repo"]] + (["--revision", revision] if revision else [])
                         + (["--local-dir", item["local_dir"]] if item["local_dir"] else []))
         # Written after a successful download (one spark_files call for all): later runs skip it.

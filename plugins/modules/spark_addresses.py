@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: spark_addresses
 short_description: Wait until the planned QSFP addresses of a DGX Spark are on their netdevs after netplan apply
-version_added: 0.6.0
+version_added: 0.7.0
 author:
   - DGX Spark speculative-decoding collection maintainers (@dgx-spark)
 description:

@@ -275,6 +275,33 @@ def test_a_new_draft_revision_is_downloaded_again_while_the_server_serves(servin
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
+def test_the_long_waits_say_how_far_they_are(serving):
+    """A download of 40 s and a load of 40 s (the stand-ins' simulated durations): progress lines every 5 s."""
+    env = {"STANDIN_DOWNLOAD_SECONDS": "40", "STANDIN_STARTUP_SECONDS": "40"}
+    variables = single_vars(specdec_serve_draft_revision="b" * 40, trtllm_container_env=env,
+                            specdec_serve_download_poll=5)
+    proc, changed = run(serving, variables=variables, limit="single1")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    # The expected size from the hub (the stand-in's HfApi.model_info with files_metadata), the rate, the files.
+    downloads = re.findall(r"^\[single1-a\] downloading nvidia/gpt-oss-120b-Eagle3-long-context: (.*)$",
+                           proc.stdout, re.M)
+    assert len(downloads) >= 5, proc.stdout[-3000:]
+    assert all(re.match(r"[\d.]+ (B|KiB|MiB) of [\d.]+ (B|KiB|MiB) \(\d+%\)", d) for d in downloads[:-1]), downloads
+    assert any(re.search(r"/s, .*\d+/\d+ files", d) for d in downloads), downloads
+    assert re.match(r"done after [0-9hms]+, [\d.]+ (B|KiB)$", downloads[-1]), downloads
+    # The loading: time against the timeout, the health answer, the server's last log line.
+    loads = re.findall(r"^\[single1-a\] %s: loading, (.*)$" % SERVER, proc.stdout, re.M)
+    assert len(loads) >= 3, proc.stdout[-3000:]
+    assert any("of 30m00s" in line and "health" in line and "last log:" in line for line in loads), loads
+    assert "health 200" in loads[-1]
+    # The waits' own tasks, not Ansible's retries, told how it went.
+    assert "FAILED - RETRYING" not in proc.stdout
+    proc, changed = run(serving, variables=variables, limit="single1")
+    assert proc.returncode == 0 and changed == {SINGLE: 0}, proc.stdout[-3000:]
+    # Nothing waited for, nothing said.
+    assert "] downloading " not in proc.stdout and ": loading," not in proc.stdout, proc.stdout[-3000:]
+
+
 def test_a_failed_download_during_an_upgrade_leaves_the_old_server_serving(serving):
     before = started(SERVER)
     variables = single_vars(specdec_serve_draft_model="spark-lab/huge-draft", specdec_serve_draft_dir="/models/huge/",

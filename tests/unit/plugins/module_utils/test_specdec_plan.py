@@ -168,6 +168,16 @@ def test_downloads_and_the_markers_the_server_waits_for():
     assert [d.pop("directory") for d in downloads] == [
         {"path": d["dir"], "owner": "spark", "mode": "0755",
          "record": {"kind": "download", "repo": d["repo"], "revision": None}} for d in downloads]
+    # Each runs in a container of its own, which its progress lines read with the bytes under its directory; the
+    # expected size is asked from the release image, with the node's token file.
+    watches = [d.pop("watch") for d in downloads]
+    assert [d.pop("fetch_container") for d in downloads] == ["trtllm-multinode-fetch-0", "trtllm-multinode-fetch-1"]
+    assert watches[1] == {
+        "label": "nvidia/Qwen3-235B-A22B-Eagle3", "kind": "download", "dir": "/home/spark/models/Qwen3-235B-A22B-Eagle3",
+        "container": "trtllm-multinode-fetch-1",
+        "probe": {"image": plans["spark-b"]["container"]["image"], "network_mode": "host",
+                  "repo": "nvidia/Qwen3-235B-A22B-Eagle3", "revision": None, "endpoint": None,
+                  "token_file": "/home/spark/.dgx-spark/hf_token"}}
     assert downloads == [
         {"repo": "nvidia/Qwen3-235B-A22B-FP4", "local_dir": "", "revision": None, "field": "specdec_serve_model",
          "host_dir": "/home/spark/.cache/huggingface/hub", "argv": ["hf", "download", "nvidia/Qwen3-235B-A22B-FP4"],

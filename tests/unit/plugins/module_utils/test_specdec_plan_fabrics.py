@@ -162,6 +162,13 @@ def test_the_network_plan_of_a_ring_lists_neighbours():
     assert {link["peer"] for link in plans["ring-b"]["netplan"]["links"]} == {"ring-a", "ring-c"}
 
 
+def test_a_one_spark_cluster_has_no_link_to_configure_and_does_not_fail_a_fleets_link_run():
+    hosts, node_vars, facts, prof = cluster(1, topology="direct", name="single1")
+    plans, warnings = p.plan_network("single1", hosts, node_vars, facts)
+    assert plans[hosts[0]]["netplan"] is None and plans[hosts[0]]["serve"] is None
+    assert warnings == ["cluster single1: one Spark (%s), no QSFP link to configure" % hosts[0]]
+
+
 # -- Open MPI 5 ---------------------------------------------------------------------------------------
 
 

@@ -57,7 +57,10 @@ def test_the_tutorials_eagle3_through_triton():
     assert serve["endpoint"] == {
         "url": "http://127.0.0.1:8000", "port": 8000, "model": "tensorrt_llm", "api": "triton", "prompt": "What is ML?",
         "max_tokens": 50, "requests": 1, "metrics_url": "http://127.0.0.1:8002", "prometheus_url": None,
-        "tokenizer": {"container": "triton-specdec", "model": "meta-llama/Llama-3.1-8B-Instruct"}}
+        "tokenizer": {"container": "triton-specdec", "model": "meta-llama/Llama-3.1-8B-Instruct"},
+        # The loading's progress lines read Triton's readiness.
+        "ready": {"label": "triton-specdec", "kind": "load", "container": "triton-specdec",
+                  "url": "http://127.0.0.1:8000/v2/health/ready"}}
 
 
 def test_draft_target_variant_and_an_explicit_release():

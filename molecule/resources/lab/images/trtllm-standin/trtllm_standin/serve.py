@@ -349,6 +349,8 @@ def run(argv):
     thread.start()
 
     startup = env_float("STANDIN_STARTUP_SECONDS", 3.0)
+    # The real server's log says it is loading the weights (the loading's progress lines show the last such line).
+    trtllm_log("I", "Loading model weights (the lab stand-in takes %.0f s)" % max(0.0, startup))
     deadline = time.time() + max(0.0, startup)
     while time.time() < deadline and not stop.is_set():
         time.sleep(min(0.05, max(0.0, deadline - time.time())))

@@ -58,12 +58,15 @@ class HfApi:
             raise ValueError("the lab stand-in only knows model repositories")
         self._ask(hub.access, repo_id, None, self._token(token))
 
-    def model_info(self, repo_id, *, revision=None, timeout=None, token=None, **_kwargs):
+    def model_info(self, repo_id, *, revision=None, timeout=None, token=None, files_metadata=False, **_kwargs):
         token = self._token(token)
         self._ask(hub.access, repo_id, revision, token)
         private, gated = hub.flags(repo_id)
+        # Like the library's RepoSibling list: every file, with its size only when files_metadata is asked for.
+        siblings = [types.SimpleNamespace(rfilename=name, size=len(data) if files_metadata else None)
+                    for name, data in sorted(hfcache.placeholder_files(repo_id).items())]
         return types.SimpleNamespace(id=repo_id, sha=hfcache.commit_for(repo_id, revision or "main"),
-                                     private=private, gated="manual" if gated else False)
+                                     private=private, gated="manual" if gated else False, siblings=siblings)
 
 
 __all__ = ["HfApi", "errors", "__version__"]
