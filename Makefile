@@ -13,7 +13,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 
-.PHONY: demo test bench venv docker ee fleet-demo unit lab-test lint sanity molecule molecule-fabrics monitoring lab-up lab-down clean docs
+.PHONY: demo test bench venv docker ee fleet-demo unit lab-test lint sanity molecule molecule-fabrics monitoring lab-up lab-down clean docs build
 
 demo: venv docker
 	scripts/demo.sh
@@ -38,6 +38,11 @@ fleet-demo: ee
 venv:
 	@scripts/bootstrap.sh
 
+# The collection tarball (build/dgx_spark-specdec-<version>.tar.gz) from git's tracked files only: the working
+# tree's content of every tracked file, never an untracked one. BUILD_FROM=head builds the committed HEAD instead.
+build: venv
+	scripts/build_collection.sh $(if $(filter head,$(BUILD_FROM)),--head)
+
 docker:
 	@scripts/ensure_docker.sh
 
@@ -58,6 +63,8 @@ lint: venv
 	yamllint -s .
 	ansible-lint
 	antsibull-changelog lint
+	antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
+	antsibull-docs lint-collection-docs --plugin-docs .
 
 sanity: venv
 	tests/sanity/run-sanity.sh

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv (reused when present), install requirements.txt when it changed, and make the
+# Create .venv (reused when present), install requirements/test.txt (which includes runtime.txt) at the versions of
+# requirements/constraints.txt when any of them changed, and make the
 # checkout importable by Ansible as dgx_spark.specdec through .collections/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,12 +17,13 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 
+# The stamp is one hash over every requirements file (names and contents), so a change to any of them reinstalls.
 stamp="$VENV/.requirements.sha256"
-want=$(sha256sum requirements.txt | cut -d' ' -f1)
+want=$(sha256sum requirements/runtime.txt requirements/test.txt requirements/constraints.txt | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "bootstrap: installing requirements.txt into $VENV"
+  echo "bootstrap: installing requirements/test.txt (pinned by requirements/constraints.txt) into $VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
-  "$VENV/bin/python" -m pip install -q -r requirements.txt
+  "$VENV/bin/python" -m pip install -q -r requirements/test.txt -c requirements/constraints.txt
   echo "$want" > "$stamp"
 fi
 

@@ -14,7 +14,10 @@ failures=()
 stage_cmd() {
   case "$1" in
     unit) python -m pytest tests/unit -q -p no:cacheprovider ;;
-    lint) python tools/gen_docs.py --check && yamllint -s . && ansible-lint && antsibull-changelog lint ;;
+    # antsibull-docs: the plugins' and roles' documentation as the docsite would render it (markup, references).
+    lint) python tools/gen_docs.py --check && yamllint -s . && ansible-lint && antsibull-changelog lint \
+      && antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml \
+      && antsibull-docs lint-collection-docs --plugin-docs . ;;
     sanity) tests/sanity/run-sanity.sh ;;
     lab) python -m pytest tests/lab -q -p no:cacheprovider ;;
     netplan) tests/netplan_qsfp/run.sh ;;

@@ -79,7 +79,7 @@ options:
   scope:
     description:
       - V(serve) plans everything a serving playbook applies. V(network) plans only the QSFP link of each cluster of two
-        or more Sparks (netplan documents and addresses), for M(dgx_spark.specdec.netplan_qsfp) alone; the C(container),
+        or more Sparks (netplan documents and addresses), for P(dgx_spark.specdec.netplan_qsfp#role) alone; the C(container),
         C(hostfile) and C(serve) parts are null.
     type: str
     choices: [serve, network]
