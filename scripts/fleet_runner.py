@@ -49,12 +49,24 @@ Q_SUMMARY = "[?event=='runner_on_ok' && event_data.task=='%s'].event_data.res.ms
 Q_STATS = "[?event=='playbook_on_stats'].event_data | [0]"
 
 
+def _as_loaded(value):
+    """What AWX receives from the loader (configure.yml, infra.aap_configuration): the data file's {% raw %} blocks,
+    which keep AWX's own templates from Ansible's templating, opened. Anything else is unchanged."""
+    if isinstance(value, str) and "{% raw %}" in value:
+        return jinja2.Environment(autoescape=False).from_string(value).render()
+    if isinstance(value, dict):
+        return {k: _as_loaded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_loaded(v) for v in value]
+    return value
+
+
 def inject_credential(credential_type, inputs, env_dir):
     """Render a credential type's injectors as AWX does: files in the private data dir, environment variables.
 
     Returns (environment for the job, host paths of the files written). Paths inside the EE are under /runner.
     """
-    injectors = credential_type.get("injectors") or {}
+    injectors = _as_loaded(credential_type.get("injectors") or {})
     render = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
     filenames = {}
     written = []
@@ -153,6 +165,201 @@ def run_job(inventory_dir, key_file, token, job, extravars=None, image=EE_IMAGE,
     }
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Any job template and the workflows of extensions/awx/ (infra.aap_configuration's layout), run as AWX runs them
+# ---------------------------------------------------------------------------------------------------------------
+
+AWX_DIR = os.path.join(REPO, "extensions", "awx")
+# set_stats data (per_host: false) of the job: AWX shows it as the job's artifacts and hands it to the next
+# workflow node as extra variables.
+Q_ARTIFACTS = "[?event=='playbook_on_stats'].event_data.artifact_data | [0]"
+
+
+def load_awx_data(directory=AWX_DIR):
+    """Every variable of extensions/awx/*.yml (controller_* lists, site defaults), as loaded, not rendered."""
+    data = {}
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith(".yml"):
+            continue
+        with open(os.path.join(directory, name), encoding="utf-8") as handle:
+            loaded = yaml.safe_load(handle)
+        # A playbook (configure.yml) is a list; data files are mappings.
+        if isinstance(loaded, dict):
+            data.update(loaded)
+    return data
+
+
+def render_awx_data(data, overrides=None, keys=None):
+    """The controller_* lists (or those named by keys) with the site's values (extensions/awx/site.yml, then
+    overrides) filled in, as the loader (configure.yml, infra.aap_configuration) renders them; native types
+    ("{{ a_list }}" stays a list)."""
+    from jinja2.nativetypes import NativeEnvironment  # pylint: disable=import-outside-toplevel
+
+    env = NativeEnvironment(undefined=jinja2.StrictUndefined)
+    context = dict(data, **(overrides or {}))
+
+    def render(value):
+        if isinstance(value, str) and "{{" in value:
+            return env.from_string(value).render(**context)
+        if isinstance(value, dict):
+            return {k: render(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [render(v) for v in value]
+        return value
+
+    keys = keys or [key for key in data if key.startswith("controller_")]
+    return dict(data, **{key: render(data[key]) for key in keys if key in data})
+
+
+def survey_answers(template, answers=None):
+    """The survey's defaults typed as AWX passes them (integer, float; multiselect a list), then the answers."""
+    variables = {}
+    for question in (template.get("survey_spec") or {}).get("spec", []):
+        if "default" not in question:
+            continue
+        value = question["default"]
+        kind = question.get("type")
+        if kind == "integer" and value not in ("", None):
+            value = int(value)
+        elif kind == "float" and value not in ("", None):
+            value = float(value)
+        elif kind == "multiselect":
+            value = [v for v in (value.split("\n") if isinstance(value, str) else value) if v != ""]
+        variables[question["variable"]] = value
+    variables.update(answers or {})
+    return variables
+
+
+def _custom_credential_types(template, data):
+    """The custom credential types (controller_credential_types) of the template's credentials."""
+    types = {t["name"]: t for t in data.get("controller_credential_types", [])}
+    by_name = {c["name"]: c for c in data.get("controller_credentials", [])}
+    names = [c if isinstance(c, str) else c.get("name") for c in template.get("credentials") or []]
+    return [types[by_name[n]["credential_type"]] for n in names
+            if n in by_name and by_name[n].get("credential_type") in types]
+
+
+def run_template(inventory_dir, key_file, token, job, template, data, extravars=None, limit=None,
+                 job_type=None, inventory_files=None, image=EE_IMAGE, quiet=True):
+    """One job of any job template: its playbook, survey defaults (then extravars), job_type (check: --check),
+    diff_mode, limit, forks and credentials; inventory_files adds files (name: content) to the inventory.
+
+    Returns run_job's dict plus the template's name, the ansible-playbook options and the job's artifacts
+    (set_stats).
+    """
+    pdd = os.path.join(RUNNER_DIR, job)
+    shutil.rmtree(pdd, ignore_errors=True)
+    os.makedirs(os.path.join(pdd, "env"), mode=0o700)
+    _copy_project(os.path.join(pdd, "project"))
+    _copy_inventory(inventory_dir, os.path.join(pdd, "inventory"))
+    for name, content in (inventory_files or {}).items():
+        with open(os.path.join(pdd, "inventory", name), "w", encoding="utf-8") as handle:
+            handle.write(content if isinstance(content, str) else yaml.safe_dump(content))
+    envvars, secret_files = {}, []
+    for credential_type in _custom_credential_types(template, data):
+        fields = [f["id"] for f in credential_type["inputs"]["fields"]]
+        env, written = inject_credential(credential_type, {f: token for f in fields}, os.path.join(pdd, "env"))
+        envvars.update(env)
+        secret_files += written
+    options = []
+    if (job_type or template.get("job_type", "run")) == "check":
+        options.append("--check")
+    if template.get("diff_mode"):
+        options.append("--diff")
+    limit = limit if limit is not None else template.get("limit")
+    with open(key_file, encoding="utf-8") as handle:
+        ssh_key = handle.read()
+    start = time.monotonic()
+    try:
+        result = ansible_runner.run(
+            private_data_dir=pdd,
+            ident=job,
+            playbook=template["playbook"],
+            extravars=survey_answers(template, extravars),
+            envvars=dict(envvars, ANSIBLE_FORKS=str(template.get("forks", 5)), ANSIBLE_FORCE_COLOR="0"),
+            ssh_key=ssh_key,
+            limit=limit or None,
+            cmdline=" ".join(options) or None,
+            process_isolation=True,
+            process_isolation_executable="docker",
+            container_image=image,
+            container_options=["--network=host"],
+            quiet=quiet,
+        )
+    finally:
+        for path in secret_files:
+            os.remove(path)
+    seconds = time.monotonic() - start
+    events = list(result.events)
+    stats = jmespath.search(Q_STATS, events) or {}
+    hosts = sorted({h for key in ("ok", "changed", "failures", "dark", "skipped", "rescued")
+                    for h in stats.get(key) or {}})
+    return {
+        "job": job,
+        "template": template["name"],
+        "options": options + (["--limit", limit] if limit else []),
+        "rc": result.rc,
+        "status": result.status,
+        "seconds": round(seconds, 1),
+        "summary": jmespath.search(Q_SUMMARY, events) or [],
+        "changed": {h: (stats.get("changed") or {}).get(h, 0) for h in hosts},
+        "failures": {h: n for h, n in (stats.get("failures") or {}).items() if n},
+        "artifact_data": jmespath.search(Q_ARTIFACTS, events) or {},
+        "artifacts": os.path.join(pdd, "artifacts", job),
+        "stdout": os.path.join(pdd, "artifacts", job, "stdout"),
+    }
+
+
+def _node_template_name(node):
+    ujt = node["unified_job_template"]
+    return ujt if isinstance(ujt, str) else ujt["name"]
+
+
+def workflow_roots(workflow):
+    """The nodes no other node leads to, in the data's order: AWX starts a workflow with them."""
+    nodes = workflow["workflow_nodes"]
+    children = {link["identifier"] for node in nodes for key in ("success_nodes", "failure_nodes", "always_nodes")
+                for link in (node.get("related") or {}).get(key) or []}
+    return [node["identifier"] for node in nodes if node["identifier"] not in children]
+
+
+def run_workflow(workflow, launch):
+    """Walk a workflow as AWX does: the roots, then each node's success_nodes when its job was successful, else its
+    failure_nodes, and its always_nodes in any case (each node once). launch(node) runs the node's job and returns
+    a dict with at least "status"; returns the list of (identifier, job) in the order they ran.
+    """
+    nodes = {node["identifier"]: node for node in workflow["workflow_nodes"]}
+    queue, ran, seen = workflow_roots(workflow), [], set()
+    while queue:
+        identifier = queue.pop(0)
+        if identifier in seen:
+            continue
+        seen.add(identifier)
+        node = nodes[identifier]
+        job = launch(node)
+        ran.append((identifier, job))
+        related = node.get("related") or {}
+        edge = "success_nodes" if job["status"] == "successful" else "failure_nodes"
+        for key in (edge, "always_nodes"):
+            queue += [link["identifier"] for link in related.get(key) or []]
+    return ran
+
+
+def run_workflow_jobs(workflow, data, inventory_dir, key_file, token, prefix, inventory_files=None, quiet=True):
+    """Run a workflow of the data (controller_workflows item): every node's job template through run_template,
+    with the node's prompts (limit, job_type, extra_data) over the template's own, as AWX launches a node.
+    """
+    templates = {t["name"]: t for t in data["controller_templates"]}
+
+    def launch(node):
+        template = templates[_node_template_name(node)]
+        return run_template(inventory_dir, key_file, token, "%s%s" % (prefix, node["identifier"]), template, data,
+                            extravars=node.get("extra_data"), limit=node.get("limit"), job_type=node.get("job_type"),
+                            inventory_files=inventory_files, quiet=quiet)
+
+    return run_workflow(workflow, launch)
+
+
 def lab(*args, prefix):
     env = dict(os.environ, SPARK_LAB_PREFIX=prefix)
     return subprocess.run([LAB, *args], env=env, check=True, capture_output=True, text=True).stdout.strip()
@@ -210,6 +417,69 @@ def main(argv=None):
     else:
         print_job(1, job)
     return 0 if job["rc"] == 0 else 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Any playbook of the project as an AWX job in the EE, with host directories mounted into the EE (the tuner's
+# results: playbooks/tune_draft_len.yml with specdec_tune_results_dir on a mounted, persistent path)
+# ---------------------------------------------------------------------------------------------------------------
+
+def run_playbook_job(inventory_dir, key_file, token, job, playbook, extravars=None, inventory_files=None, volumes=None,
+                     image=EE_IMAGE, quiet=True):
+    """One job of `playbook` (relative to the project) in the EE, as run_job runs fleet.yml: the project's files,
+    the inventory (plus inventory_files, name: content), the SSH key as a machine credential, the Hugging Face token
+    injected as the credential type says. volumes: {host directory: path in the EE}, mounted read-write.
+
+    Returns rc, status, seconds, the recap (playbook_on_stats event_data), the job's artifacts (set_stats data,
+    per_host false), the events and the artifact dir.
+    """
+    pdd = os.path.join(RUNNER_DIR, job)
+    shutil.rmtree(pdd, ignore_errors=True)
+    os.makedirs(os.path.join(pdd, "env"), mode=0o700)
+    _copy_project(os.path.join(pdd, "project"))
+    _copy_inventory(inventory_dir, os.path.join(pdd, "inventory"))
+    for name, content in (inventory_files or {}).items():
+        with open(os.path.join(pdd, "inventory", name), "w", encoding="utf-8") as handle:
+            handle.write(content if isinstance(content, str) else yaml.safe_dump(content))
+    with open(CREDENTIAL_TYPES, encoding="utf-8") as handle:
+        credential_type = yaml.safe_load(handle)["controller_credential_types"][0]
+    envvars, secret_files = inject_credential(credential_type, {"hf_token": token}, os.path.join(pdd, "env"))
+    with open(key_file, encoding="utf-8") as handle:
+        ssh_key = handle.read()
+    mounts = ["%s:%s:Z" % (os.path.abspath(host), inside) for host, inside in (volumes or {}).items()]
+    start = time.monotonic()
+    try:
+        result = ansible_runner.run(
+            private_data_dir=pdd,
+            ident=job,
+            playbook=playbook,
+            extravars=extravars or {},
+            envvars=dict(envvars, ANSIBLE_FORCE_COLOR="0"),
+            ssh_key=ssh_key,
+            process_isolation=True,
+            process_isolation_executable="docker",
+            container_image=image,
+            container_volume_mounts=mounts,
+            container_options=["--network=host"],
+            quiet=quiet,
+        )
+    finally:
+        for path in secret_files:
+            os.remove(path)
+    seconds = time.monotonic() - start
+    events = list(result.events)
+    stats = jmespath.search(Q_STATS, events) or {}
+    return {
+        "job": job,
+        "rc": result.rc,
+        "status": result.status,
+        "seconds": round(seconds, 1),
+        "stats": stats,
+        "artifact_data": stats.get("artifact_data") or {},
+        "events": events,
+        "artifacts": os.path.join(pdd, "artifacts", job),
+        "stdout": os.path.join(pdd, "artifacts", job, "stdout"),
+    }
 
 
 if __name__ == "__main__":
