@@ -2,9 +2,10 @@
 # `make ee`: build the execution environment (EE) image for AWX / ansible-runner with ansible-builder,
 # offline with respect to registries, Galaxy and (inside the build) PyPI:
 #   base image     local/spark-lab-base:latest, built by `molecule/resources/lab/lab build`
-#   collections    dgx_spark.specdec (ansible-galaxy collection build) and its dependencies, packed
+#   collections    dgx_spark.specdec (scripts/build_collection.sh: tracked files) and its dependencies, packed
 #                  from the venv's `ansible` package, installed from local tarballs
 #   Python         a wheelhouse staged on the host (pip wheel, through the host's PyPI access)
+#                  (what ansible-builder installs, and every collection's meta/ee-requirements.txt)
 # Result: local/dgx-spark-specdec-ee:<galaxy.yml version> and :latest. The image carries a label
 # with the hash of all inputs; when it matches, nothing is built.
 #
@@ -96,9 +97,10 @@ fi
 # --------------------------------------------------------------------------------------------
 rm -rf "$EE/collections"
 mkdir -p "$EE/collections"
-log "ansible-galaxy collection build --force --output-path $EE/collections ."
-ansible-galaxy collection build --force --output-path "$EE/collections" . >"$EE/logs/collection-build.log" 2>&1 \
-  || { cat "$EE/logs/collection-build.log" >&2; die "ansible-galaxy collection build failed"; }
+# From git's tracked files only (scripts/build_collection.sh): nothing a run left in the checkout ships in the EE.
+log "scripts/build_collection.sh $EE/collections (tracked files)"
+scripts/build_collection.sh "$EE/collections" >"$EE/logs/collection-build.log" 2>&1 \
+  || { cat "$EE/logs/collection-build.log" >&2; die "building the collection failed"; }
 
 # --------------------------------------------------------------------------------------------
 # c. Tarballs of the dependencies (and theirs), from the venv's installed `ansible` package.
@@ -232,6 +234,12 @@ if os.path.exists(sys.argv[2]):
 print("\n".join(sorted(reqs, key=str.lower)))
 PYEOF
 log "wheelhouse requirements: $(tr '\n' ' ' <"$EE/wheel-requirements.txt")"
+# The collection's own controller requirements (meta/ee-requirements.txt: matplotlib for the tuner's plots)
+# reach the wheelhouse through the introspection above; a name missing here would fail the offline build late.
+while read -r req; do
+  grep -qix -- "$req" "$EE/wheel-requirements.txt" \
+    || die "$req (meta/ee-requirements.txt) is not in the wheelhouse requirements; see $EE/logs/introspect.log"
+done < <(sed -e 's/\(^\|[[:space:]]\)#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' meta/ee-requirements.txt)
 if [[ $refresh == 0 ]] && cmp -s "$EE/wheel-requirements.txt" "$EE/wheels/.requirements"; then
   log "wheelhouse $EE/wheels is current ($(find "$EE/wheels" -name '*.whl' | wc -l) wheels; --refresh to resolve again)"
 else
@@ -298,13 +306,15 @@ else
 fi
 
 # --------------------------------------------------------------------------------------------
-# f. Smoke checks, with no network: collections, ansible-runner, the docs, the ssh client.
+# f. Smoke checks, with no network: collections, ansible-runner, matplotlib, the docs, the ssh client.
 # --------------------------------------------------------------------------------------------
 log "smoke checks of $IMAGE"
 smoke=$(docker run --rm --network none -e ANSIBLE_NOCOLOR=1 "$IMAGE" bash -euc '
   echo "== ansible-galaxy collection list"; ansible-galaxy collection list 2>&1
   echo "== ansible --version"; ansible --version | head -n 1
   echo "== ansible-runner --version"; ansible-runner --version
+  echo "== matplotlib (the tuner'"'"'s plots, meta/ee-requirements.txt)"
+  python3 -c "import matplotlib; matplotlib.use(\"Agg\"); from matplotlib import pyplot; print(\"matplotlib\", matplotlib.__version__)"
   echo "== ansible-doc '"$NAMESPACE.$NAME"'.specdec_plan"; ansible-doc '"$NAMESPACE.$NAME"'.specdec_plan | head -n 3
   echo "== ssh -V"; ssh -V 2>&1
   echo "== ssh-agent / ssh-add (as ansible-runner does for a machine credential)"
@@ -315,6 +325,7 @@ smoke=$(docker run --rm --network none -e ANSIBLE_NOCOLOR=1 "$IMAGE" bash -euc '
   ssh-agent -k >/dev/null
 ' 2>&1) || { printf '%s\n' "$smoke" >&2; die "smoke checks failed in $IMAGE"; }
 printf '%s\n' "$smoke" | sed 's/^/    /'
+grep -q "^matplotlib " <<<"$smoke" || die "matplotlib does not import in $IMAGE (meta/ee-requirements.txt)"
 for fqcn in "$NAMESPACE.$NAME" community.docker; do
   grep -qE "^${fqcn}[[:space:]]" <<<"$smoke" || die "$fqcn is not installed in $IMAGE"
 done

@@ -86,11 +86,13 @@ class ActionModule(ActionBase):
             elapsed = time.monotonic() - start
             # Read before the jobs' status: a job that just finished gets its last line.
             open_watches = [(i, w) for i, w in enumerate(watch) if i in pending or w.get("kind") == "load"]
+            ended = False
             for i, jid in list(pending.items()):
                 status = self._async_status(task_vars, jid)
                 if status["finished"]:
                     finals[i] = status
                     del pending[i]
+                    ended = True
             loads = [w for w in watch if w.get("kind") == "load"]
             if open_watches:
                 ask_sizes = any(w.get("kind") == "download" and i not in sizes for i, w in open_watches)
@@ -105,7 +107,8 @@ class ActionModule(ActionBase):
             timed_out = not done and elapsed >= timeout
             # Nothing to say when there was nothing to wait for (a server that already answers, a no-op run).
             quiet = done and printed < 0
-            if open_watches and not quiet and (elapsed - printed >= every or done or timed_out):
+            # A job that ended gets its line now: the next reading no longer includes it.
+            if open_watches and not quiet and (elapsed - printed >= every or ended or done or timed_out):
                 lines = [self._line(entry, first, sizes, elapsed, timeout, finals.get(entry["index"]))
                          for entry in snapshot]
                 for line in lines:

@@ -505,8 +505,11 @@ INPUTS = (
        minimum=1),
     _I("specdec_tune_concurrency", "int", "Concurrent requests while measuring.", applied="playbook", default=1,
        minimum=1),
-    _I("specdec_tune_results_dir", "str", "Where tune.json, report.md and the plots go on the controller.",
-       applied="playbook", default_doc="./tune-results/<host>"),
+    _I("specdec_tune_results_dir", "str", "Where tune.json, report.md, measurements.json and the plots go on the "
+       "controller (under AWX, the execution environment: a persistent, mounted path, or they go with the job).",
+       applied="playbook", default_doc="{{ playbook_dir }}/../tune-results/<host> (the project's tune-results/)"),
+    _I("specdec_tune_plots", "bool", "Draw the tuner's plots (matplotlib on the controller or in the EE); true and "
+       "matplotlib missing stops the tuner before its first restart.", applied="playbook", default=True),
     _I("fabric_check_report", "str", "playbooks/fabric_check.yml: where the JSON report goes on the controller.",
        applied="playbook", default_doc="./fabric-report.json (the directory ansible-playbook started in)"),
     _I("fabric_check_ping_count", "int", "playbooks/fabric_check.yml: don't-fragment pings per link.",

@@ -27,6 +27,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Lines that say nothing about the load: access log lines of the health and metrics polls, progress bar redraws.
 _NOISE = re.compile(r'"(GET|HEAD|POST) /(health|v2/health|metrics|prometheus/metrics|perf_metrics|v1/models)|^[\s|#=.-]*$')
 LINE_MAX = 160
+_BOOKKEEPING = (".metadata", ".lock")
 
 
 def pull_progress(log_text):
@@ -59,12 +60,15 @@ def dir_bytes(path, since=None):
     """Bytes of the regular files under ``path``, of those modified at or after ``since`` (seconds) when given.
 
     Symbolic links are not followed (the hub cache's snapshots link to its blobs, which are counted once); the
-    ``*.incomplete`` files of a download in progress are counted. ``since`` - the download's start - leaves out what
+    ``*.incomplete`` files of a download in progress are counted, ``hf download``'s own ``*.metadata`` and ``*.lock``
+    files (in ``.cache/huggingface`` of a local directory) are not. ``since`` - the download's start - leaves out what
     an earlier revision or another model left in the same directory.
     """
     total = 0
     for root, dirs, files in os.walk(path, followlinks=False):
         for name in files:
+            if name.endswith(_BOOKKEEPING):
+                continue
             try:
                 stat = os.lstat(os.path.join(root, name))
             except OSError:

@@ -3,7 +3,8 @@ ansible-runner inside the EE image (scripts/fleet_runner.py), with its survey's 
 job_type (check: --check), its limit and credentials; the next nodes follow the job's status (success_nodes,
 failure_nodes, always_nodes). The jobs' artifacts (set_stats) are read from the playbook_on_stats event.
 
-Lab: one pair (a QSFP cable: the link node links it) and one single Spark (no cable: the link node skips it); the inventory gets a spark_head group with the single Spark (what an administrator adds for the tuner, see
+Lab: one pair (a QSFP cable: the link node links it) and one single Spark (no cable: the link node skips it); the
+inventory gets a spark_head group with the single Spark (what an administrator adds for the tuner, see
 extensions/awx/workflows.yml).
 Needs the lab images and the EE image (`make ee`); `make test` runs it as the stage `fleet`.
 """

@@ -62,13 +62,20 @@ def test_meta_bindep_has_the_ssh_client_and_no_pins(meta):
     assert "openssh-clients [platform:rpm]" in lines
 
 
+# Modules the playbooks run on the controller (delegate_to: localhost): under AWX that is the EE.
+CONTROLLER_MODULES = {"specdec_tune.py"}
+
+
 def _controller_side_imports():
-    """Top-level packages imported by every plugin that runs on the controller (modules run on the nodes)."""
+    """Top-level packages imported by every plugin that runs on the controller (modules run on the nodes, except
+    CONTROLLER_MODULES), at load or inside a function."""
     imports = {}
     for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, "plugins")):
-        dirnames[:] = [d for d in dirnames if d not in ("modules", "__pycache__")]
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
         for name in filenames:
             if not name.endswith(".py"):
+                continue
+            if os.path.basename(dirpath) == "modules" and name not in CONTROLLER_MODULES:
                 continue
             path = os.path.join(dirpath, name)
             with open(path, encoding="utf-8") as fh:
@@ -92,6 +99,26 @@ def test_controller_side_imports_are_in_the_ee(meta):
                if module not in sys.stdlib_module_names and module not in ANSIBLE_CORE_IMPORTS
                and module.lower() not in listed}
     assert not missing, f"add to {meta['dependencies']['python']}: {missing}"
+
+
+def test_the_tuner_s_plotting_library_is_in_the_ee(meta):
+    """playbooks/tune_draft_len.yml runs specdec_tune on the controller: matplotlib must be in every EE built with the
+    collection, unpinned, and the import scan must see it."""
+    lines = _requirement_lines(meta["dependencies"]["python"])
+    assert "matplotlib" in lines
+    assert _controller_side_imports().get("matplotlib") == os.path.join("plugins", "modules", "specdec_tune.py")
+    with open(os.path.join(ROOT, "playbooks", "tune_draft_len.yml"), encoding="utf-8") as fh:
+        tasks = yaml.safe_load(fh)[0]["tasks"]
+    tuner = [t for t in tasks if "dgx_spark.specdec.specdec_tune" in t]
+    assert tuner and all(t.get("delegate_to") == "localhost" for t in tuner)
+
+
+def test_ee_build_checks_the_collection_requirements_reach_the_image():
+    """scripts/ee.sh: every line of meta/ee-requirements.txt must be in the wheelhouse, and matplotlib import in the image."""
+    with open(os.path.join(ROOT, "scripts", "ee.sh"), encoding="utf-8") as fh:
+        script = fh.read()
+    assert "meta/ee-requirements.txt) is not in the wheelhouse requirements" in script
+    assert "from matplotlib import pyplot" in script
 
 
 def test_builder_definition(definition):

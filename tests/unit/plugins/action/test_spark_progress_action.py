@@ -43,7 +43,8 @@ class Node:
         self.calls.append((module_name, module_args))
         elapsed = self.clock.now - self.start
         if module_name == "ansible.legacy.async_status":
-            if self.finish_at is not None and elapsed >= self.finish_at:
+            finish_at = self.finish_at.get(module_args["jid"]) if isinstance(self.finish_at, dict) else self.finish_at
+            if finish_at is not None and elapsed >= finish_at:
                 return dict(self.job_result, finished=1, started=1)
             return {"finished": 0, "started": 1}
         snapshot = []
@@ -107,6 +108,18 @@ def test_a_download_prints_size_rate_and_estimate_at_the_pace_asked_and_returns_
     assert result["outcomes"] == [dict(finished=True, started=True, changed=True, status=0, ansible_job_id="j1.1",
                                        item=job)]
     assert result["changed"] is True and "results" not in result and not result.get("failed")
+
+
+def test_each_job_that_ends_gets_its_done_line(run):
+    jobs = [{"ansible_job_id": "j%d" % n, "started": 1, "finished": 0, "item": {"repo": "r%d" % n}} for n in (1, 2)]
+    watches = [dict(DOWNLOAD, label="r1"), dict(DOWNLOAD, label="r2")]
+    result, dummy, shown = run({"watch": watches, "jobs": jobs, "timeout": 600, "every": 30},
+                               {"finish_at": {"j1": 12, "j2": 40}})
+    # r1 ends between two lines of the pace: its line comes when it ends, not never.
+    assert [(t - 1000.0, msg) for t, msg in shown if "done after" in msg] == [
+        (15.0, "[spark-a] downloading r1: done after 15s, 1.0 GiB"),
+        (40.0, "[spark-a] downloading r2: done after 40s, 1.0 GiB")]
+    assert result["outcomes"][1]["finished"] is True
 
 
 def test_a_job_not_finished_in_time_is_the_callers_to_judge(run):

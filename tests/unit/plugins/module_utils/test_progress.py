@@ -54,6 +54,10 @@ def test_dir_bytes_counts_files_and_incomplete_downloads_once(tmp_path):
     blobs.mkdir()
     (blobs / "aaa").write_bytes(b"x" * 1000)
     (blobs / "bbb.incomplete").write_bytes(b"x" * 500)
+    (blobs / "bbb.lock").write_bytes(b"x" * 7)
+    meta = tmp_path / ".cache" / "huggingface" / "download"
+    meta.mkdir(parents=True)
+    (meta / "config.json.metadata").write_bytes(b"x" * 90)
     snapshot = tmp_path / "snapshots" / "c0ffee"
     snapshot.mkdir(parents=True)
     os.symlink(str(blobs / "aaa"), str(snapshot / "model.safetensors"))  # the cache's link: not counted twice
