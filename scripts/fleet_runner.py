@@ -111,34 +111,55 @@ def _copy_inventory(src, dest):
             shutil.copy2(os.path.join(src, name), os.path.join(dest, name))
 
 
-def run_job(inventory_dir, key_file, token, job, extravars=None, image=EE_IMAGE, quiet=True):
-    """One job: returns a dict with rc, status, seconds, summary lines, changed per host and the artifact dir."""
+def _hf_credential_type():
+    with open(CREDENTIAL_TYPES, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)["controller_credential_types"][0]
+
+
+def _execute(job, inventory_dir, key_file, playbook, extravars, credentials, forks=None, limit=None, options=(),
+             inventory_files=None, volumes=None, image=EE_IMAGE, quiet=True):
+    """One job in the EE, as AWX runs it: the project's files, the inventory (plus inventory_files, name: content),
+    the SSH key as a machine credential, each (credential type, inputs) of credentials injected as AWX injects it,
+    the extra variables, forks, limit and ansible-playbook options; volumes: {host directory: path in the EE}.
+
+    Returns rc, status, seconds, the summary lines, changed and failures per host, the recap (stats), the job's
+    artifacts (its set_stats data, per_host false: what AWX shows as the job's artifacts and hands to the next
+    workflow node as extra variables), the events and the artifact dir.
+    """
     pdd = os.path.join(RUNNER_DIR, job)
     shutil.rmtree(pdd, ignore_errors=True)
     os.makedirs(os.path.join(pdd, "env"), mode=0o700)
     _copy_project(os.path.join(pdd, "project"))
     _copy_inventory(inventory_dir, os.path.join(pdd, "inventory"))
-    with open(CREDENTIAL_TYPES, encoding="utf-8") as handle:
-        credential_type = yaml.safe_load(handle)["controller_credential_types"][0]
-    with open(JOB_TEMPLATES, encoding="utf-8") as handle:
-        template = yaml.safe_load(handle)["controller_templates"][0]
-    envvars, secret_files = inject_credential(credential_type, {"hf_token": token}, os.path.join(pdd, "env"))
-    variables = dict(survey_defaults(template), **(extravars or {}))
+    for name, content in (inventory_files or {}).items():
+        with open(os.path.join(pdd, "inventory", name), "w", encoding="utf-8") as handle:
+            handle.write(content if isinstance(content, str) else yaml.safe_dump(content))
+    envvars, secret_files = {"ANSIBLE_FORCE_COLOR": "0"}, []
+    if forks:
+        envvars["ANSIBLE_FORKS"] = str(forks)
+    for credential_type, inputs in credentials:
+        env, written = inject_credential(credential_type, inputs, os.path.join(pdd, "env"))
+        envvars.update(env)
+        secret_files += written
     with open(key_file, encoding="utf-8") as handle:
         ssh_key = handle.read()
+    mounts = ["%s:%s:Z" % (os.path.abspath(host), inside) for host, inside in (volumes or {}).items()]
     start = time.monotonic()
     try:
         result = ansible_runner.run(
             private_data_dir=pdd,
             # The ident names the EE container (ansible_runner_<ident>): unique per job, as AWX's job ids are.
             ident=job,
-            playbook=template["playbook"],
-            extravars=variables,
-            envvars=dict(envvars, ANSIBLE_FORKS=str(template.get("forks", 5)), ANSIBLE_FORCE_COLOR="0"),
+            playbook=playbook,
+            extravars=extravars or {},
+            envvars=envvars,
             ssh_key=ssh_key,
+            limit=limit or None,
+            cmdline=" ".join(options) or None,
             process_isolation=True,
             process_isolation_executable="docker",
             container_image=image,
+            container_volume_mounts=mounts or None,
             # The lab's management network is a bridge on this host: the EE shares the host's network.
             container_options=["--network=host"],
             quiet=quiet,
@@ -151,7 +172,8 @@ def run_job(inventory_dir, key_file, token, job, extravars=None, image=EE_IMAGE,
     events = list(result.events)
     stats = jmespath.search(Q_STATS, events) or {}
     # The recap lists a host under a count only when it is not zero.
-    hosts = sorted({h for key in ("ok", "changed", "failures", "dark", "skipped", "rescued") for h in stats.get(key) or {}})
+    hosts = sorted({h for key in ("ok", "changed", "failures", "dark", "skipped", "rescued")
+                    for h in stats.get(key) or {}})
     return {
         "job": job,
         "rc": result.rc,
@@ -160,9 +182,23 @@ def run_job(inventory_dir, key_file, token, job, extravars=None, image=EE_IMAGE,
         "summary": jmespath.search(Q_SUMMARY, events) or [],
         "changed": {h: (stats.get("changed") or {}).get(h, 0) for h in hosts},
         "failures": {h: n for h, n in (stats.get("failures") or {}).items() if n},
+        "stats": stats,
+        "artifact_data": stats.get("artifact_data") or {},
+        "events": events,
         "artifacts": os.path.join(pdd, "artifacts", job),
         "stdout": os.path.join(pdd, "artifacts", job, "stdout"),
     }
+
+
+def run_job(inventory_dir, key_file, token, job, extravars=None, image=EE_IMAGE, quiet=True):
+    """One job of the fleet's job template (the first of extensions/awx/job_templates.yml) with its survey's
+    defaults: _execute's dict."""
+    with open(JOB_TEMPLATES, encoding="utf-8") as handle:
+        template = yaml.safe_load(handle)["controller_templates"][0]
+    variables = dict(survey_defaults(template), **(extravars or {}))
+    return _execute(job, inventory_dir, key_file, template["playbook"], variables,
+                    [(_hf_credential_type(), {"hf_token": token})], forks=template.get("forks", 5), image=image,
+                    quiet=quiet)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -170,9 +206,6 @@ def run_job(inventory_dir, key_file, token, job, extravars=None, image=EE_IMAGE,
 # ---------------------------------------------------------------------------------------------------------------
 
 AWX_DIR = os.path.join(REPO, "extensions", "awx")
-# set_stats data (per_host: false) of the job: AWX shows it as the job's artifacts and hands it to the next
-# workflow node as extra variables.
-Q_ARTIFACTS = "[?event=='playbook_on_stats'].event_data.artifact_data | [0]"
 
 
 def load_awx_data(directory=AWX_DIR):
@@ -247,67 +280,18 @@ def run_template(inventory_dir, key_file, token, job, template, data, extravars=
     Returns run_job's dict plus the template's name, the ansible-playbook options and the job's artifacts
     (set_stats).
     """
-    pdd = os.path.join(RUNNER_DIR, job)
-    shutil.rmtree(pdd, ignore_errors=True)
-    os.makedirs(os.path.join(pdd, "env"), mode=0o700)
-    _copy_project(os.path.join(pdd, "project"))
-    _copy_inventory(inventory_dir, os.path.join(pdd, "inventory"))
-    for name, content in (inventory_files or {}).items():
-        with open(os.path.join(pdd, "inventory", name), "w", encoding="utf-8") as handle:
-            handle.write(content if isinstance(content, str) else yaml.safe_dump(content))
-    envvars, secret_files = {}, []
-    for credential_type in _custom_credential_types(template, data):
-        fields = [f["id"] for f in credential_type["inputs"]["fields"]]
-        env, written = inject_credential(credential_type, {f: token for f in fields}, os.path.join(pdd, "env"))
-        envvars.update(env)
-        secret_files += written
+    credentials = [(credential_type, {f["id"]: token for f in credential_type["inputs"]["fields"]})
+                   for credential_type in _custom_credential_types(template, data)]
     options = []
     if (job_type or template.get("job_type", "run")) == "check":
         options.append("--check")
     if template.get("diff_mode"):
         options.append("--diff")
     limit = limit if limit is not None else template.get("limit")
-    with open(key_file, encoding="utf-8") as handle:
-        ssh_key = handle.read()
-    start = time.monotonic()
-    try:
-        result = ansible_runner.run(
-            private_data_dir=pdd,
-            ident=job,
-            playbook=template["playbook"],
-            extravars=survey_answers(template, extravars),
-            envvars=dict(envvars, ANSIBLE_FORKS=str(template.get("forks", 5)), ANSIBLE_FORCE_COLOR="0"),
-            ssh_key=ssh_key,
-            limit=limit or None,
-            cmdline=" ".join(options) or None,
-            process_isolation=True,
-            process_isolation_executable="docker",
-            container_image=image,
-            container_options=["--network=host"],
-            quiet=quiet,
-        )
-    finally:
-        for path in secret_files:
-            os.remove(path)
-    seconds = time.monotonic() - start
-    events = list(result.events)
-    stats = jmespath.search(Q_STATS, events) or {}
-    hosts = sorted({h for key in ("ok", "changed", "failures", "dark", "skipped", "rescued")
-                    for h in stats.get(key) or {}})
-    return {
-        "job": job,
-        "template": template["name"],
-        "options": options + (["--limit", limit] if limit else []),
-        "rc": result.rc,
-        "status": result.status,
-        "seconds": round(seconds, 1),
-        "summary": jmespath.search(Q_SUMMARY, events) or [],
-        "changed": {h: (stats.get("changed") or {}).get(h, 0) for h in hosts},
-        "failures": {h: n for h, n in (stats.get("failures") or {}).items() if n},
-        "artifact_data": jmespath.search(Q_ARTIFACTS, events) or {},
-        "artifacts": os.path.join(pdd, "artifacts", job),
-        "stdout": os.path.join(pdd, "artifacts", job, "stdout"),
-    }
+    result = _execute(job, inventory_dir, key_file, template["playbook"], survey_answers(template, extravars),
+                      credentials, forks=template.get("forks", 5), limit=limit, options=options,
+                      inventory_files=inventory_files, image=image, quiet=quiet)
+    return dict(result, template=template["name"], options=options + (["--limit", limit] if limit else []))
 
 
 def _node_template_name(node):
@@ -433,53 +417,8 @@ def run_playbook_job(inventory_dir, key_file, token, job, playbook, extravars=No
     Returns rc, status, seconds, the recap (playbook_on_stats event_data), the job's artifacts (set_stats data,
     per_host false), the events and the artifact dir.
     """
-    pdd = os.path.join(RUNNER_DIR, job)
-    shutil.rmtree(pdd, ignore_errors=True)
-    os.makedirs(os.path.join(pdd, "env"), mode=0o700)
-    _copy_project(os.path.join(pdd, "project"))
-    _copy_inventory(inventory_dir, os.path.join(pdd, "inventory"))
-    for name, content in (inventory_files or {}).items():
-        with open(os.path.join(pdd, "inventory", name), "w", encoding="utf-8") as handle:
-            handle.write(content if isinstance(content, str) else yaml.safe_dump(content))
-    with open(CREDENTIAL_TYPES, encoding="utf-8") as handle:
-        credential_type = yaml.safe_load(handle)["controller_credential_types"][0]
-    envvars, secret_files = inject_credential(credential_type, {"hf_token": token}, os.path.join(pdd, "env"))
-    with open(key_file, encoding="utf-8") as handle:
-        ssh_key = handle.read()
-    mounts = ["%s:%s:Z" % (os.path.abspath(host), inside) for host, inside in (volumes or {}).items()]
-    start = time.monotonic()
-    try:
-        result = ansible_runner.run(
-            private_data_dir=pdd,
-            ident=job,
-            playbook=playbook,
-            extravars=extravars or {},
-            envvars=dict(envvars, ANSIBLE_FORCE_COLOR="0"),
-            ssh_key=ssh_key,
-            process_isolation=True,
-            process_isolation_executable="docker",
-            container_image=image,
-            container_volume_mounts=mounts,
-            container_options=["--network=host"],
-            quiet=quiet,
-        )
-    finally:
-        for path in secret_files:
-            os.remove(path)
-    seconds = time.monotonic() - start
-    events = list(result.events)
-    stats = jmespath.search(Q_STATS, events) or {}
-    return {
-        "job": job,
-        "rc": result.rc,
-        "status": result.status,
-        "seconds": round(seconds, 1),
-        "stats": stats,
-        "artifact_data": stats.get("artifact_data") or {},
-        "events": events,
-        "artifacts": os.path.join(pdd, "artifacts", job),
-        "stdout": os.path.join(pdd, "artifacts", job, "stdout"),
-    }
+    return _execute(job, inventory_dir, key_file, playbook, extravars, [(_hf_credential_type(), {"hf_token": token})],
+                    inventory_files=inventory_files, volumes=volumes, image=image, quiet=quiet)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@ with one cluster's cable pulled. Asserts from the job events, and that the token
 Needs the lab images and the EE image (`make ee`); `make test` runs it as the stage `fleet`.
 """
 
-import json
 import os
 import secrets
 import subprocess
@@ -36,17 +35,6 @@ def fleet():
     lab("down")
 
 
-def artifacts(job):
-    """What the job's set_stats published: the playbook_on_stats event's artifact_data, as AWX stores it."""
-    events_dir = os.path.join(job["artifacts"], "job_events")
-    for name in os.listdir(events_dir):
-        with open(os.path.join(events_dir, name), encoding="utf-8") as handle:
-            event = json.load(handle)
-        if event.get("event") == "playbook_on_stats":
-            return event.get("event_data", {}).get("artifact_data") or {}
-    return {}
-
-
 def cluster_lines(job):
     return {line.split(" ", 1)[0]: line for line in job["summary"][:-1]}
 
@@ -74,7 +62,7 @@ def test_two_runs_converge_every_cluster_then_change_nothing(fleet):
     stdout = open(first["stdout"], encoding="utf-8").read()
     assert "[single1-a] trtllm-%ssingle1-a: loading, " % PREFIX in stdout, stdout[-3000:]
     # Each cluster's result is a job artifact (set_stats), as AWX keeps it for the job and a workflow's next node.
-    clusters = artifacts(first)["dgx_spark_specdec_clusters"]
+    clusters = first["artifact_data"]["dgx_spark_specdec_clusters"]
     assert sorted(clusters) == ["pair1", "pair2", "single1"]
     assert clusters["single1"]["state"] == "serving" and clusters["single1"]["tokens_per_s"] > 0
     assert clusters["pair1"]["url"].startswith("http://") and clusters["pair1"]["head"] == "pair1-a"
