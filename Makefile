@@ -61,7 +61,7 @@ lab-test: venv docker
 lint: venv
 	python tools/gen_docs.py --check
 	yamllint -s .
-	ansible-lint
+	HOME=$(CURDIR)/build/lint-home ansible-lint
 	antsibull-changelog lint
 	antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
 	antsibull-docs lint-collection-docs --plugin-docs .
