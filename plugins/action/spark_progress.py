@@ -5,7 +5,8 @@
 """Action plugin of dgx_spark.specdec.spark_progress: waits on the controller, printing progress lines.
 
 A wait is a loop here rather than ``until``/``retries``: a retry prints ``FAILED - RETRYING`` and nothing else, while
-this prints what the node's module read (``Display.display``, which AWX's job output shows as the task runs). Each
+this prints what the node's module read (``Display.display`` on stderr, which a terminal and AWX's job output show as
+the task runs). Each
 poll is one module call on the node (and one ``async_status`` per running job). ``pull`` alone is handed to the module
 as any module is, so it runs with ``async``.
 """
@@ -112,7 +113,9 @@ class ActionModule(ActionBase):
                 lines = [self._line(entry, first, sizes, elapsed, timeout, finals.get(entry["index"]))
                          for entry in snapshot]
                 for line in lines:
-                    display.display("[%s] %s" % (host, line))
+                    # On stderr, as Ansible's warnings: a terminal and AWX's job output (a pty) show it, and a
+                    # machine-read stdout (the json callback) stays one document.
+                    display.display("[%s] %s" % (host, line), stderr=True)
                 printed = elapsed
             if done or timed_out:
                 break

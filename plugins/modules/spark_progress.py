@@ -107,8 +107,9 @@ attributes:
     details:
       - O(pull) pulls nothing when the image is on the node; a wait changes nothing.
 notes:
-  - The lines are printed by the action plugin on the controller, so they appear in C(ansible-playbook)'s output and
-    in an AWX job's output while the task runs.
+  - The lines are printed by the action plugin on the controller, on standard error like Ansible's warnings, so they
+    appear in a terminal and in an AWX job's output while the task runs, and a machine-read standard output (the
+    C(json) callback) stays one document.
 seealso:
   - name: docker image pull
     description: The command the pull runs; without a terminal it prints one line per layer and state.

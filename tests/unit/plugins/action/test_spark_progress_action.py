@@ -70,7 +70,11 @@ def run(monkeypatch):
     shown = []
     monkeypatch.setattr(action_module.time, "monotonic", clock.monotonic)
     monkeypatch.setattr(action_module.time, "sleep", clock.sleep)
-    monkeypatch.setattr(action_module.display, "display", lambda msg, **kw: shown.append((clock.now, msg)))
+    def display(msg, stderr=False, **dummy):
+        assert stderr, "progress lines go to stderr (stdout may be a machine-read callback's)"
+        shown.append((clock.now, msg))
+
+    monkeypatch.setattr(action_module.display, "display", display)
 
     def _run(args, node_kwargs=None, async_val=0):
         node = Node(clock, **(node_kwargs or {}))
