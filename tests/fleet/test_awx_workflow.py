@@ -78,7 +78,10 @@ def test_the_workflow_runs_its_templates_in_order(workflow_run):
     for ident, job in workflow_run:
         assert job["status"] == "successful", (ident, open(job["stdout"], encoding="utf-8").read()[-3000:])
     jobs = dict(workflow_run)
-    assert jobs["link"]["options"] == ["--limit", "pair1"]
+    # The link ran on the whole inventory: the pair linked, the single Spark skipped with a warning (no cable).
+    assert jobs["link"]["options"] == []
+    link_output = open(jobs["link"]["stdout"], encoding="utf-8").read()
+    assert "cluster single1: one Spark (single1-a), no QSFP link to configure" in link_output, link_output[-3000:]
     assert jobs["serve"]["summary"][-1] == "fleet: 2 clusters serving, 0 failed", jobs["serve"]["summary"]
 
 
