@@ -70,6 +70,7 @@ def run(monkeypatch):
     shown = []
     monkeypatch.setattr(action_module.time, "monotonic", clock.monotonic)
     monkeypatch.setattr(action_module.time, "sleep", clock.sleep)
+
     def display(msg, stderr=False, **dummy):
         assert stderr, "progress lines go to stderr (stdout may be a machine-read callback's)"
         shown.append((clock.now, msg))
