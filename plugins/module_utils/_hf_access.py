@@ -117,6 +117,28 @@ def probe_argv(image, network_mode):
     return argv + [image, "-c", PROBE]
 
 
+def probe_in_image(run_command, docker, image, network_mode, request):
+    """``PROBE`` run in the release image on the node -> ``(answer, problem)``.
+
+    ``run_command`` is ``AnsibleModule.run_command``. ``(None, None)``: the node has no such image (or no docker);
+    ``(None, (rc, text))``: the probe gave no answer - its exit code and the last lines of its output, the token masked.
+    """
+    if not docker or not image:
+        return None, None
+    rc, dummy, dummy = run_command([docker, "image", "inspect", "--format", "{{.Id}}", image], check_rc=False)
+    if rc != 0:
+        return None, None
+    argv = probe_argv(image, network_mode)
+    argv[0] = docker
+    rc, out, err = run_command(argv, data=json.dumps(request), check_rc=False, binary_data=True)
+    try:
+        return json.loads(out.strip().splitlines()[-1]), None
+    except (ValueError, IndexError):
+        text = " | ".join((err or out or "no output").strip().splitlines()[-3:])
+        secret = request.get("token")
+        return None, (rc, text.replace(secret, "<token>") if secret else text)
+
+
 def token_problem(token):
     """Why ``token`` cannot be a Hugging Face token (never quoting it), or None."""
     if token is None or token == "":

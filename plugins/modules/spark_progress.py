@@ -235,23 +235,15 @@ def _health(url):
 
 def _expected(module, docker, probe):
     """The repository's size the hub lists, asked from the release image like the pre-flight's access check."""
-    if not docker or not probe or not probe.get("image") or not probe.get("repo"):
-        return None
-    rc, dummy, dummy = module.run_command([docker, "image", "inspect", "--format", "{{.Id}}", probe["image"]],
-                                          check_rc=False)
-    if rc != 0:
+    if not probe or not probe.get("repo"):
         return None
     token = (_read(probe["token_file"]).strip() if probe.get("token_file") else "") or None
     request = {"token": token, "endpoint": probe.get("endpoint"), "sizes": True, "timeout": 20,
                "repos": [{"repo": probe["repo"], "revision": probe.get("revision")}]}
-    argv = hfa.probe_argv(probe["image"], probe.get("network_mode"))
-    argv[0] = docker
-    rc, out, dummy = module.run_command(argv, data=json.dumps(request), check_rc=False, binary_data=True)
-    try:
-        answer = json.loads(out.strip().splitlines()[-1])
-        return (answer.get("repos") or [{}])[0].get("size")
-    except (ValueError, IndexError, AttributeError):
-        return None
+    # No answer (no image yet, no hub): the line gives the bytes so far and the rate.
+    answer, dummy = hfa.probe_in_image(module.run_command, docker, probe.get("image"), probe.get("network_mode"),
+                                       request)
+    return ((answer or {}).get("repos") or [{}])[0].get("size")
 
 
 def _pull(module, docker, spec):

@@ -134,7 +134,6 @@ problems:
   elements: str
 """
 
-import json
 import os
 import socket
 
@@ -154,25 +153,12 @@ def _read_token(path):
 
 def _in_image(module, image, network_mode, request):
     """The probe's answer from the release image on the node, or None when the node has no such image."""
-    docker = module.get_bin_path("docker")
-    if not docker or not image:
-        return None
-    rc, dummy, dummy = module.run_command([docker, "image", "inspect", "--format", "{{.Id}}", image], check_rc=False)
-    if rc != 0:
-        return None
-    argv = hfa.probe_argv(image, network_mode)
-    argv[0] = docker
-    rc, out, err = module.run_command(argv, data=json.dumps(request), check_rc=False, binary_data=True)
-    try:
-        return json.loads(out.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        secret = request.get("token")
-        tail = (err or out or "no output").strip().splitlines()[-3:]
-        text = " | ".join(tail)
-        if secret:
-            text = text.replace(secret, "<token>")
-        module.fail_json(msg="checking Hugging Face access in %s failed (rc %s): %s" % (image, rc, text), changed=False)
-    return None
+    answer, problem = hfa.probe_in_image(module.run_command, module.get_bin_path("docker"), image, network_mode,
+                                         request)
+    if problem:
+        module.fail_json(msg="checking Hugging Face access in %s failed (rc %s): %s" % ((image,) + problem),
+                         changed=False)
+    return answer
 
 
 def main():
